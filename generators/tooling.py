@@ -1,0 +1,269 @@
+"""The one boundary between an agent's tool calls and a domain's world state.
+
+Domain tools are plain functions `fn(state, **arguments)` that read or mutate a pydantic world
+state and raise `ToolError` when a precondition is violated. `Toolbox.execute` is the only place
+that runs them: it validates arguments against the schema derived from the signature, turns every
+failure (unknown tool, unparsable or ill-typed arguments, violated precondition) into an
+`Error: ...` observation the agent sees, and records the state diff of every call. The rollout
+never crashes on a bad call; it keeps going with the error as the tool's answer.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from schemas import (
+    DiffEntry,
+    InitialState,
+    Persona,
+    RejectionReason,
+    StatePatch,
+    Task,
+    ToolCall,
+    ToolKind,
+    ToolSpec,
+    content_hash,
+)
+
+
+class ToolError(Exception):
+    """A tool's precondition failed (wrong status, unknown id, ...). Shown to the agent."""
+
+
+class TaskRejected(Exception):
+    """Task synthesis or pre-rollout verification refused a task, with a typed reason."""
+
+    def __init__(self, reason: RejectionReason, detail: str, task: Task | None = None):
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+        self.task = task
+
+
+# ---------------------------------------------------------------------------------------------
+# Declaring tools
+
+
+def tool(kind: ToolKind) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Mark a function as a tool of the given kind. Write/transfer tools mutate state."""
+
+    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn.__tool_kind__ = kind  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
+def _docstring_parts(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into (description, {arg: description})."""
+    doc = inspect.cleandoc(doc or "")
+    head, _, args_block = doc.partition("\nArgs:\n")
+    args_block = re.split(r"\n(?:Returns|Raises):", args_block)[0]
+    arg_docs: dict[str, str] = {}
+    current = None
+    for line in args_block.splitlines():
+        m = re.match(r"\s*(\w+)(?:\s*\([^)]*\))?:\s*(.*)", line)
+        if m and not line.startswith(" " * 8):
+            current = m.group(1)
+            arg_docs[current] = m.group(2).strip()
+        elif current and line.strip():
+            arg_docs[current] += " " + line.strip()
+    return " ".join(head.split()), arg_docs
+
+
+def _arguments_model(fn: Callable[..., Any]) -> type[BaseModel]:
+    """A pydantic model of the function's parameters after `state` (extra arguments refused)."""
+    hints = get_type_hints(fn)
+    params = list(inspect.signature(fn).parameters.values())[1:]
+    _, arg_docs = _docstring_parts(fn.__doc__ or "")
+    from pydantic import Field
+
+    fields: dict[str, Any] = {}
+    for p in params:
+        default = ... if p.default is inspect.Parameter.empty else p.default
+        fields[p.name] = (hints[p.name], Field(default, description=arg_docs.get(p.name)))
+    return create_model(
+        f"{fn.__name__}_arguments",
+        __config__=ConfigDict(extra="forbid", strict=False),
+        **fields,
+    )
+
+
+def spec_from_function(fn: Callable[..., Any]) -> ToolSpec:
+    """ToolSpec from a @tool function: name, docstring description, JSON schema of arguments."""
+    kind: ToolKind = getattr(fn, "__tool_kind__", None) or _missing_kind(fn)
+    description, _ = _docstring_parts(fn.__doc__ or "")
+    schema = _arguments_model(fn).model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    schema.setdefault("properties", {})
+    schema["additionalProperties"] = False
+    return ToolSpec(
+        name=fn.__name__,
+        description=description,
+        parameters=schema,
+        kind=kind,
+        mutates_state=kind in ("write", "transfer"),
+    )
+
+
+def _missing_kind(fn: Callable[..., Any]) -> ToolKind:
+    raise TypeError(f"{fn.__name__} is not a tool: decorate it with @tool('read'|'write'|...)")
+
+
+# ---------------------------------------------------------------------------------------------
+# State helpers
+
+
+def state_hash(state: BaseModel) -> str:
+    """Stable hash of a world state: sha256 of its canonical JSON."""
+    return content_hash(state.model_dump(mode="json"))
+
+
+def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:
+    if isinstance(value, dict) and value:
+        for k, v in value.items():
+            _flatten(v, f"{prefix}.{k}" if prefix else str(k), out)
+    elif isinstance(value, list) and value:
+        for i, v in enumerate(value):
+            _flatten(v, f"{prefix}[{i}]", out)
+    else:
+        out[prefix] = value
+
+
+def state_diff(before: dict[str, Any], after: dict[str, Any]) -> tuple[DiffEntry, ...]:
+    """Changed leaves between two dumped states, as sorted (path, before, after) entries."""
+    a: dict[str, Any] = {}
+    b: dict[str, Any] = {}
+    _flatten(before, "", a)
+    _flatten(after, "", b)
+    paths = sorted(set(a) | set(b))
+    return tuple(
+        DiffEntry(path=p, before=a.get(p), after=b.get(p)) for p in paths if a.get(p) != b.get(p)
+    )
+
+
+def apply_patches(state: BaseModel, patches: Iterable[StatePatch]) -> BaseModel:
+    """Return a copy of `state` with each dotted-path patch (`orders.#W1.status`) applied."""
+    data = state.model_dump(mode="json")
+    for patch in patches:
+        *parents, leaf = patch.path.split(".")
+        node = data
+        for key in parents:
+            node = node[int(key)] if isinstance(node, list) else node[key]
+        if isinstance(node, list):
+            node[int(leaf)] = copy.deepcopy(patch.value)
+        else:
+            node[leaf] = copy.deepcopy(patch.value)
+    return type(state).model_validate(data)
+
+
+# ---------------------------------------------------------------------------------------------
+# Executing calls
+
+
+@dataclass(frozen=True)
+class ToolExecution:
+    """What one call did: the text the agent sees, whether it failed, and what changed."""
+
+    observation: str
+    error: str | None
+    diff: tuple[DiffEntry, ...]
+    mutating: bool
+
+
+def _render_result(value: Any) -> str:
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _format_validation_error(name: str, err: ValidationError) -> str:
+    parts = []
+    for e in err.errors():
+        loc = ".".join(str(x) for x in e["loc"]) or "arguments"
+        parts.append(f"{loc}: {e['msg']}")
+    return f"Error: invalid arguments for {name}: " + "; ".join(parts)
+
+
+class Toolbox:
+    """A domain's tools, executed only through `execute` (the error boundary)."""
+
+    def __init__(self, functions: Sequence[Callable[..., Any]]):
+        self._functions = {fn.__name__: fn for fn in functions}
+        self._models = {fn.__name__: _arguments_model(fn) for fn in functions}
+        self.specs: tuple[ToolSpec, ...] = tuple(spec_from_function(fn) for fn in functions)
+        self._by_name = {s.name: s for s in self.specs}
+
+    def spec(self, name: str) -> ToolSpec | None:
+        return self._by_name.get(name)
+
+    def execute(self, state: BaseModel, call: ToolCall) -> ToolExecution:
+        """Run one call against `state` (mutated in place on success); never raises."""
+        spec = self._by_name.get(call.name)
+        if spec is None:
+            known = ", ".join(sorted(self._functions))
+            return ToolExecution(
+                f"Error: unknown tool '{call.name}'. Known tools: {known}",
+                "unknown_tool",
+                (),
+                False,
+            )
+        if call.parse_error is not None:
+            msg = f"Error: could not parse arguments for {call.name}: {call.parse_error}"
+            return ToolExecution(msg, "parse_error", (), spec.mutates_state)
+        try:
+            args = self._models[call.name].model_validate(call.arguments)
+        except ValidationError as err:
+            return ToolExecution(
+                _format_validation_error(call.name, err),
+                "invalid_arguments",
+                (),
+                spec.mutates_state,
+            )
+        before = state.model_dump(mode="json")
+        try:
+            result = self._functions[call.name](state, **dict(args))
+        except ToolError as err:
+            _restore(state, before)
+            return ToolExecution(f"Error: {err}", "tool_error", (), spec.mutates_state)
+        diff = state_diff(before, state.model_dump(mode="json")) if spec.mutates_state else ()
+        return ToolExecution(_render_result(result), None, diff, spec.mutates_state)
+
+
+def _restore(state: BaseModel, dumped: dict[str, Any]) -> None:
+    """Undo a partial mutation after a failed call: a failed call never changes state."""
+    fresh = type(state).model_validate(dumped)
+    for name in type(state).model_fields:
+        setattr(state, name, getattr(fresh, name))
+
+
+# ---------------------------------------------------------------------------------------------
+# The domain extension point
+
+
+class Domain(Protocol):
+    """A domain: data model + tools + task synthesis + policy (tau2-bench's layout)."""
+
+    name: str
+    policy: str  # the rules the agent must follow (policy.md)
+    toolbox: Toolbox
+
+    def initial_state(self, init: InitialState) -> BaseModel:
+        """The world state for a task: generated from init.seed, then patches applied."""
+        ...
+
+    def synthesize_task(self, persona: Persona, seed: int) -> Task:
+        """A verified task for this persona, or raise TaskRejected with a typed reason."""
+        ...

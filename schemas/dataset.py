@@ -1,0 +1,30 @@
+"""The exported row: flat, Parquet-friendly, loadable with `datasets.load_dataset("parquet")`."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from schemas.base import SCHEMA_VERSION, Record
+
+Split = Literal["train", "validation", "test"]
+
+
+class DatasetRecord(Record):
+    id: str
+    schema_version: int = SCHEMA_VERSION
+    split: Split
+    domain: str
+    task_id: str
+    task_types: tuple[str, ...]
+    complexity: int
+    persona_id: str
+    mode: str
+    messages_json: str  # OpenAI chat format, tool-call arguments as JSON strings
+    tools_json: str  # OpenAI `tools=[...]` list
+    num_turns: int
+    num_tool_calls: int
+    termination: str
+    outcome_passed: bool
+    final_state_hash: str
+    judge_scores_json: str = "{}"
+    trajectory_json: str  # the full Trajectory record, for lossless round trips

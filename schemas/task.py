@@ -1,0 +1,82 @@
+"""Tasks: what the simulated user wants, grounded in a seeded world state, with a gold plan."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from schemas.base import SCHEMA_VERSION, Record
+from schemas.persona import Persona
+
+TaskType = Literal[
+    "cancel_order",
+    "modify_items",
+    "modify_address",
+    "modify_payment",
+    "return_items",
+    "exchange_items",
+    "order_status",
+    "product_info",
+    "update_user_address",
+]
+
+
+class IntentCoordinates(Record):
+    """Where a task sits in the persona x domain x task type x complexity grid."""
+
+    persona_id: str
+    domain: str
+    task_types: tuple[TaskType, ...]  # one per sub-goal, in order
+    complexity: int = Field(ge=1, le=5)
+
+
+class UserScenario(Record):
+    """What the simulated user knows, does not know, and was told to do."""
+
+    reason_for_contact: str
+    known_info: dict[str, str]  # label -> value the user may reveal when asked
+    unknown_info: tuple[str, ...]  # things the user does not know and must not invent
+    instructions: str
+
+
+class StatePatch(Record):
+    """A change applied to the seeded state before the task starts (path, JSON value)."""
+
+    path: str
+    value: Any
+
+
+class InitialState(Record):
+    seed: int
+    patches: tuple[StatePatch, ...] = ()
+
+
+class GoldAction(Record):
+    name: str
+    arguments: dict[str, Any]
+
+
+class TaskVerification(Record):
+    checks_run: tuple[str, ...]
+    checks_passed: tuple[str, ...]
+
+    @property
+    def passed(self) -> bool:
+        return set(self.checks_run) == set(self.checks_passed)
+
+
+class Task(Record):
+    id: str
+    schema_version: int = SCHEMA_VERSION
+    domain: str
+    intent: IntentCoordinates
+    persona: Persona
+    scenario: UserScenario
+    initial_state: InitialState
+    gold_actions: tuple[GoldAction, ...]
+    expected_outputs: tuple[str, ...] = ()  # values the agent must tell the user
+    gold_final_hash: str
+    verification: TaskVerification | None = None
+
+    ID_EXCLUDE = frozenset({"verification", "schema_version"})

@@ -1,0 +1,79 @@
+"""Tool specs, tool calls and chat messages in the OpenAI/HF chat shape."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from schemas.base import Record
+
+ToolKind = Literal["read", "write", "think", "transfer"]
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class ToolSpec(Record):
+    name: str
+    description: str
+    parameters: dict[str, Any]  # JSON schema of the arguments object
+    kind: ToolKind
+    mutates_state: bool
+
+    def openai_schema(self) -> dict[str, Any]:
+        """The `tools=[...]` entry the OpenAI chat API expects."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+class ToolCall(Record):
+    """One call the model asked for. `arguments` is always a dict internally.
+
+    When the model's text could not be parsed into a valid call (bad JSON, not an object), the
+    call still exists so the rollout can answer it with an error observation: `parse_error`
+    says what was wrong and `raw_arguments` keeps what the model wrote.
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    parse_error: str | None = None
+    raw_arguments: str | None = None
+
+
+class Message(Record):
+    role: Role
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    def openai_dict(self) -> dict[str, Any]:
+        """OpenAI wire format (arguments as JSON strings); None keys dropped."""
+        import json
+
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {
+                        "name": c.name,
+                        "arguments": c.raw_arguments
+                        if c.parse_error is not None and c.raw_arguments is not None
+                        else json.dumps(c.arguments, sort_keys=True),
+                    },
+                }
+                for c in self.tool_calls
+            ]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            out["name"] = self.name
+        return out

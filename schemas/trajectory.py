@@ -1,0 +1,115 @@
+"""Trajectories: one conversation between a simulated user and an agent over a tool simulator."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from schemas.base import SCHEMA_VERSION, Record
+from schemas.judgement import Judgement
+from schemas.task import Task
+from schemas.tools import Message, ToolCall
+
+GenerationMode = Literal["rollout", "blueprint"]
+TerminationReason = Literal[
+    "user_stop",  # the user said ###STOP###
+    "transfer",  # the agent transferred to a human (###TRANSFER###)
+    "out_of_scope",  # the user said ###OUT-OF-SCOPE###
+    "max_turns",
+    "max_steps",
+    "agent_error",  # the agent produced nothing usable repeatedly
+    "llm_error",  # the LLM backend failed after retries
+    "blueprint_complete",
+]
+
+
+class DiffEntry(Record):
+    """One changed leaf of the world state: dotted path, value before, value after."""
+
+    path: str
+    before: Any = None
+    after: Any = None
+
+
+class StepRecord(Record):
+    """One tool execution: what was called, what came back (or the error), what changed."""
+
+    index: int
+    turn: int
+    call: ToolCall
+    result: str | None = None  # JSON text shown to the agent when the call succeeded
+    error: str | None = None  # "Error: ..." shown to the agent when it failed
+    state_diff: tuple[DiffEntry, ...] = ()
+    mutating: bool = False  # the tool is a write tool (whether or not it changed anything)
+
+
+class Cost(Record):
+    llm_calls: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+
+    def __add__(self, other: Cost) -> Cost:
+        return Cost(
+            llm_calls=self.llm_calls + other.llm_calls,
+            cached_calls=self.cached_calls + other.cached_calls,
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            latency_s=self.latency_s + other.latency_s,
+        )
+
+
+class Provenance(Record):
+    """Where a trajectory came from. Never holds API keys or endpoints' secrets."""
+
+    models: dict[str, str]  # role -> model name ("agent", "user", "judge", ...)
+    seeds: dict[str, int]
+    config_hash: str = ""
+    trajforge_version: str = ""
+
+
+class OutcomeResult(Record):
+    """Programmatic verdict of the outcome verifier, per component."""
+
+    passed: bool
+    state_match: bool
+    outputs_communicated: bool
+    termination_ok: bool
+    expected_hash: str
+    actual_hash: str
+    missing_outputs: tuple[str, ...] = ()
+    reason: str
+
+
+class Signatures(Record):
+    """Shortcut-resistance signatures of a trajectory (filled by verifiers)."""
+
+    solving_tool_calls: int
+    solving_tokens: int
+    answer_hit_turns: dict[str, int] = Field(default_factory=dict)
+    evidence_before_answer: bool = True
+
+
+class Trajectory(Record):
+    id: str
+    schema_version: int = SCHEMA_VERSION
+    task: Task
+    mode: GenerationMode
+    messages: tuple[Message, ...]
+    steps: tuple[StepRecord, ...]
+    termination: TerminationReason
+    final_state_hash: str
+    outcome: OutcomeResult | None = None
+    judgements: tuple[Judgement, ...] = ()
+    signatures: Signatures | None = None
+    cost: Cost = Cost()
+    provenance: Provenance
+
+    ID_EXCLUDE = frozenset(
+        {"outcome", "judgements", "signatures", "cost", "schema_version", "provenance"}
+    )
+
+    def tool_calls(self) -> list[ToolCall]:
+        return [c for m in self.messages if m.role == "assistant" for c in m.tool_calls]
