@@ -24,6 +24,7 @@ from schemas import (
     DiffEntry,
     InitialState,
     Persona,
+    Rejected,
     RejectionReason,
     StatePatch,
     Task,
@@ -38,13 +39,11 @@ class ToolError(Exception):
     """A tool's precondition failed (wrong status, unknown id, ...). Shown to the agent."""
 
 
-class TaskRejected(Exception):
+class TaskRejected(Rejected):
     """Task synthesis or pre-rollout verification refused a task, with a typed reason."""
 
     def __init__(self, reason: RejectionReason, detail: str, task: Task | None = None):
-        super().__init__(f"{reason}: {detail}")
-        self.reason = reason
-        self.detail = detail
+        super().__init__(reason, detail)
         self.task = task
 
 

@@ -7,6 +7,7 @@ from schemas.judgement import (
     CriterionResult,
     JudgeAxis,
     Judgement,
+    Rejected,
     Rejection,
     RejectionReason,
     Stage,

@@ -93,3 +93,12 @@ class Rejection(Record):
     reason: RejectionReason
     detail: str
     payload_json: str
+
+
+class Rejected(Exception):
+    """Raised by a stage's logic to refuse a record with a typed reason (becomes a Rejection)."""
+
+    def __init__(self, reason: RejectionReason, detail: str):
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
