@@ -56,6 +56,7 @@ __all__ = [
     "CriterionResult",
     "JudgeAxis",
     "Judgement",
+    "Rejected",
     "Rejection",
     "RejectionReason",
     "Stage",
