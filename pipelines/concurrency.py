@@ -1,0 +1,279 @@
+"""Process-wide async engine: many LLM calls in flight from synchronous (Beam DoFn) code.
+
+Why: a DoFn that blocks on one LLM call per element reaches ~10 el/s; keeping N calls in flight
+across the bundle reaches the endpoint's real capacity. The design (DESIGN.md, "Concurrency"):
+
+- one asyncio loop thread per process (`shared_loop`), created lazily and recreated after fork,
+  so every DoFn instance, client and semaphore of a worker process shares one loop;
+- `InFlight`: continuous refill for one calling thread. `submit` schedules a coroutine and blocks
+  the caller only while `max_in_flight` are pending (backpressure); `ready` hands back finished
+  ones without blocking; `drain` waits for the rest. Results and errors come back to the calling
+  thread, because Beam Metrics must be updated on the DoFn thread, not on the loop thread;
+- `process_semaphore`: one limit shared by all InFlight users of a process, so several DoFn
+  threads do not multiply the concurrency an endpoint sees;
+- `run_all`: the same engine for scripts and benchmarks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import queue
+import threading
+import time
+import traceback
+from collections.abc import Awaitable, Callable, Hashable, Iterable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+Work = Awaitable[T] | Callable[[], Awaitable[T]]
+"""A coroutine, or a zero-argument factory called on the loop thread when a slot is free."""
+
+
+class _ProcessLoop:
+    """The one loop thread of this process; `pid` tells a forked child to build its own."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pid: int | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.semaphores: dict[tuple[str, int], asyncio.Semaphore] = {}
+
+    def get(self) -> asyncio.AbstractEventLoop:
+        pid = os.getpid()
+        loop = self.loop
+        if loop is not None and self.pid == pid and not loop.is_closed():
+            return loop
+        with self.lock:
+            if self.loop is None or self.pid != pid or self.loop.is_closed():
+                self.loop = _start_loop_thread()
+                self.pid = pid
+                self.semaphores = {}
+            return self.loop
+
+    def reset_after_fork(self) -> None:
+        # The parent's loop thread does not exist in the child, and the lock may have been held
+        # by a parent thread at fork time: start from scratch.
+        self.lock = threading.Lock()
+        self.pid = None
+        self.loop = None
+        self.semaphores = {}
+
+
+def _start_loop_thread() -> asyncio.AbstractEventLoop:
+    loop = asyncio.new_event_loop()
+    started = threading.Event()
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        loop.call_soon(started.set)
+        loop.run_forever()
+
+    threading.Thread(target=run, name="trajforge-async-loop", daemon=True).start()
+    started.wait()
+    return loop
+
+
+_PROCESS = _ProcessLoop()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_PROCESS.reset_after_fork)
+
+
+def shared_loop() -> asyncio.AbstractEventLoop:
+    """The process's loop, running in its own daemon thread; thread-safe and fork-safe."""
+    return _PROCESS.get()
+
+
+@dataclass(frozen=True)
+class ProcessSemaphore:
+    """A handle on a semaphore of the shared loop; the handle itself is cheap and picklable."""
+
+    name: str
+    limit: int
+
+    def _get(self) -> asyncio.Semaphore:
+        # Only called on the loop thread, so the dict is never mutated concurrently.
+        key = (self.name, self.limit)
+        semaphore = _PROCESS.semaphores.get(key)
+        if semaphore is None:
+            semaphore = _PROCESS.semaphores[key] = asyncio.Semaphore(self.limit)
+        return semaphore
+
+
+def process_semaphore(limit: int, name: str = "default") -> ProcessSemaphore:
+    """A concurrency limit shared by every InFlight of this process that passes it.
+
+    Keyed by (name, limit): two DoFns asking for the same name and limit share one budget; a
+    different limit gets its own, so pipelines run one after another in one process (tests,
+    DirectRunner) do not leak limits into each other.
+    """
+    if limit < 1:
+        raise ValueError(f"limit must be >= 1, got {limit}")
+    return ProcessSemaphore(name=name, limit=limit)
+
+
+@dataclass(frozen=True)
+class Completed(Generic[T]):
+    """One finished unit of work, handed back to the thread that submitted it."""
+
+    key: Hashable
+    result: T | None = None
+    error: BaseException | None = None
+    traceback: str | None = None  # formatted on the loop thread, where the stack still exists
+    latency_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def unwrap(self) -> T:
+        """The result, or the error re-raised on the calling thread."""
+        if self.error is not None:
+            raise self.error
+        return self.result  # type: ignore[return-value]
+
+
+async def _await_work(work: Work[T]) -> T:
+    if callable(work):
+        return await work()
+    return await work
+
+
+async def _run_captured(
+    key: Hashable, work: Work[T], semaphore: ProcessSemaphore | None
+) -> Completed[T]:
+    start = time.perf_counter()
+    try:
+        if semaphore is None:
+            result = await _await_work(work)
+        else:
+            async with semaphore._get():
+                result = await _await_work(work)
+    except BaseException as exc:  # noqa: BLE001 - handed back to the caller, never lost
+        return Completed(
+            key=key,
+            error=exc,
+            traceback="".join(traceback.format_exception(exc)),
+            latency_s=time.perf_counter() - start,
+        )
+    return Completed(key=key, result=result, latency_s=time.perf_counter() - start)
+
+
+class InFlight(Generic[T]):
+    """Continuous refill for one synchronous caller (a DoFn thread).
+
+    Usage in a DoFn: `submit` in process() then `yield from` the `ready()` results; `drain()` in
+    finish_bundle(). One InFlight belongs to one calling thread and one process.
+    """
+
+    def __init__(self, max_in_flight: int, semaphore: ProcessSemaphore | None = None):
+        if max_in_flight < 1:
+            raise ValueError(f"max_in_flight must be >= 1, got {max_in_flight}")
+        self.max_in_flight = max_in_flight
+        self._semaphore = semaphore
+        self._slots = threading.Semaphore(max_in_flight)
+        self._done: queue.SimpleQueue[Completed[T]] = queue.SimpleQueue()
+        self._outstanding = 0  # submitted and not yet handed back; touched by the caller only
+        self._pid = os.getpid()
+        self._loop = shared_loop()
+
+    @property
+    def outstanding(self) -> int:
+        return self._outstanding
+
+    def submit(self, key: Hashable, work: Work[T]) -> None:
+        """Schedule `work`; blocks while `max_in_flight` are pending (backpressure)."""
+        self._check_process()
+        self._slots.acquire()
+        self._outstanding += 1
+        asyncio.run_coroutine_threadsafe(self._run(key, work), self._loop)
+
+    async def _run(self, key: Hashable, work: Work[T]) -> None:
+        completed = await _run_captured(key, work, self._semaphore)
+        self._done.put(completed)
+        self._slots.release()
+
+    def ready(self) -> list[Completed[T]]:
+        """Everything finished so far, without blocking, in completion order."""
+        out: list[Completed[T]] = []
+        while True:
+            try:
+                out.append(self._done.get_nowait())
+            except queue.Empty:
+                break
+        self._outstanding -= len(out)
+        return out
+
+    def drain(self, timeout_s: float | None = None) -> list[Completed[T]]:
+        """Wait for every outstanding unit; TimeoutError if `timeout_s` passes first."""
+        self._check_process()
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        out: list[Completed[T]] = []
+        while self._outstanding > 0:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                out.append(self._done.get(timeout=remaining))
+            except queue.Empty:
+                raise TimeoutError(
+                    f"{self._outstanding} still in flight after {timeout_s}s"
+                ) from None
+            self._outstanding -= 1
+        return out
+
+    def _check_process(self) -> None:
+        if os.getpid() != self._pid:
+            raise RuntimeError("InFlight was created in another process; create one per process")
+
+
+def run_all(
+    works: Iterable[Work[Any]],
+    max_in_flight: int,
+    *,
+    return_exceptions: bool = False,
+    semaphore: ProcessSemaphore | None = None,
+) -> list[Any]:
+    """Run every coroutine (or factory) on the shared loop, at most `max_in_flight` at a time.
+
+    Results come back in input order. Factories are only called when a slot frees up, so a
+    million-item iterable does not create a million coroutines up front. With
+    `return_exceptions` errors take their result's place; otherwise the first error is raised.
+    Blocks the caller, so it must not be called from the loop thread itself.
+    """
+    if max_in_flight < 1:
+        raise ValueError(f"max_in_flight must be >= 1, got {max_in_flight}")
+    loop = shared_loop()
+    if _running_loop() is loop:
+        raise RuntimeError("run_all would deadlock on the shared loop; await the work instead")
+    future = asyncio.run_coroutine_threadsafe(
+        _run_all_async(list(works), max_in_flight, semaphore), loop
+    )
+    completed = future.result()
+    if not return_exceptions:
+        for item in completed:
+            if item.error is not None:
+                raise item.error
+    return [item.result if item.error is None else item.error for item in completed]
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+async def _run_all_async(
+    works: list[Work[Any]], max_in_flight: int, semaphore: ProcessSemaphore | None
+) -> list[Completed[Any]]:
+    """A fixed pool of workers pulling the next index: N tasks, not one per item."""
+    results: list[Completed[Any] | None] = [None] * len(works)
+    indices = iter(range(len(works)))
+
+    async def worker() -> None:
+        for index in indices:
+            results[index] = await _run_captured(index, works[index], semaphore)
+
+    await asyncio.gather(*(worker() for _ in range(min(max_in_flight, len(works)))))
+    return [item for item in results if item is not None]
