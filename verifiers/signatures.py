@@ -1,0 +1,121 @@
+"""Shortcut-resistance signatures: how much work the agent did before it answered, and whether
+each gold value it stated had been shown to it first.
+
+A trajectory whose agent states the answer before any evidence (answer-before-evidence) teaches
+guessing. Across a dataset, the prior-shortcut rate says how often a teacher could answer from
+its prior alone: a high rate means the tasks are too guessable to teach tool use.
+
+Turn indices are indices into `trajectory.messages`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+
+from schemas import Message, Signatures, Task, Trajectory
+from verifiers.result import FilterResult
+from verifiers.text import Evidence, argument_values, extract_values, normalise
+
+
+def gold_values(task: Task) -> tuple[str, ...]:
+    """The values a solver must find: expected outputs plus fact-like gold argument values."""
+    values: set[str] = set()
+    for output in task.expected_outputs:
+        found = extract_values(output)
+        values |= found or {normalise(output)}
+    for action in task.gold_actions:
+        values |= argument_values(action.arguments)
+    return tuple(sorted(v for v in values if v))
+
+
+def _agent_values(message: Message) -> set[str]:
+    found = extract_values(message.content or "")
+    for call in message.tool_calls:
+        found |= argument_values(call.arguments)
+    return found
+
+
+def _agent_states(message: Message, value: str) -> bool:
+    """The agent says or passes `value` in this message (prose outputs match as substrings)."""
+    if value in _agent_values(message):
+        return True
+    return not value.startswith("amount:") and value in normalise(message.content or "")
+
+
+def _answer_hits(trajectory: Trajectory, values: Sequence[str]) -> dict[str, int]:
+    hits: dict[str, int] = {}
+    for index, message in enumerate(trajectory.messages):
+        if message.role != "assistant":
+            continue
+        for value in values:
+            if value not in hits and _agent_states(message, value):
+                hits[value] = index
+    return hits
+
+
+def _evidence_turns(trajectory: Trajectory, values: Sequence[str]) -> dict[str, int]:
+    """First message index at which each value was shown by a tool output or the user."""
+    evidence = Evidence()
+    seen: dict[str, int] = {}
+    for index, message in enumerate(trajectory.messages):
+        if message.role in ("tool", "user"):
+            evidence.add(message.content)
+            for value in values:
+                if value not in seen and evidence.supports(value):
+                    seen[value] = index
+    return seen
+
+
+def _answer_index(trajectory: Trajectory, hits: dict[str, int], values: Sequence[str]) -> int:
+    """Where the final answer is: the turn the last gold value was stated, else the last turn."""
+    if values and len(hits) == len(values):
+        return max(hits.values())
+    return len(trajectory.messages)
+
+
+def _agent_tokens(message: Message) -> int:
+    tokens = len((message.content or "").split())
+    for call in message.tool_calls:
+        tokens += len(json.dumps(call.arguments).split()) + 1
+    return tokens
+
+
+def compute_signatures(trajectory: Trajectory, gold: Sequence[str] | None = None) -> Signatures:
+    """Signatures of one trajectory; `gold` defaults to `gold_values(trajectory.task)`."""
+    values = tuple(gold) if gold is not None else gold_values(trajectory.task)
+    hits = _answer_hits(trajectory, values)
+    evidence = _evidence_turns(trajectory, values)
+    answer_at = _answer_index(trajectory, hits, values)
+    before = [m for m in trajectory.messages[:answer_at] if m.role == "assistant"]
+    return Signatures(
+        solving_tool_calls=sum(len(m.tool_calls) for m in before),
+        solving_tokens=sum(_agent_tokens(m) for m in before),
+        answer_hit_turns=hits,
+        evidence_before_answer=all(v in evidence and evidence[v] < t for v, t in hits.items()),
+    )
+
+
+def early_answers(trajectory: Trajectory, gold: Sequence[str] | None = None) -> dict[str, int]:
+    """Gold values the agent stated before any tool output or user turn showed them."""
+    values = tuple(gold) if gold is not None else gold_values(trajectory.task)
+    hits = _answer_hits(trajectory, values)
+    evidence = _evidence_turns(trajectory, values)
+    return {v: t for v, t in hits.items() if not (v in evidence and evidence[v] < t)}
+
+
+def check_answer_before_evidence(
+    trajectory: Trajectory, gold: Sequence[str] | None = None
+) -> FilterResult:
+    """Reject (`answer_before_evidence`) when a gold value is stated before it was shown."""
+    early = early_answers(trajectory, gold)
+    if not early:
+        return FilterResult.ok()
+    listed = ", ".join(f"{v} (message {t})" for v, t in sorted(early.items()))
+    return FilterResult.reject("answer_before_evidence", f"stated before evidence: {listed}")
+
+
+def prior_shortcut_rate(signatures: Iterable[Signatures]) -> float:
+    """Fraction of trajectories that answered before any evidence (0.0 on an empty dataset)."""
+    flags = [not s.evidence_before_answer for s in signatures]
+    return sum(flags) / len(flags) if flags else 0.0

@@ -1,0 +1,102 @@
+"""Structural checks: the agent itself changed the world, and said only what it did.
+
+Training data must show the *model* emitting the tool calls that change state. A state change
+with no matching assistant tool call (a simulator side effect, a blueprint step the text never
+verbalised) teaches nothing; an agent that says "I have cancelled your order" without a
+successful cancel step teaches the model to narrate actions instead of taking them.
+"""
+
+from __future__ import annotations
+
+import re
+from types import MappingProxyType
+
+from schemas import StepRecord, Trajectory
+from verifiers.result import FilterResult
+
+#: Narrated verb -> substrings of the write-tool names that perform it (checked in order).
+ACTION_TOOL_STEMS = MappingProxyType(
+    {
+        "cancel": ("cancel",),
+        "return": ("return",),
+        "exchange": ("exchange",),
+        "update": ("update", "modify", "change"),
+        "modify": ("modify", "update", "change"),
+        "change": ("change", "modify", "update"),
+        "refund": ("refund", "return", "cancel"),
+        "transfer": ("transfer",),
+    }
+)
+
+_VERBS = r"(cancell?ed|returned|exchanged|updated|modified|changed|refunded|transferred|processed|placed|submitted)"
+# First-person claims only: "your order has been cancelled" may just report a looked-up status.
+_NARRATION = re.compile(
+    rf"\b(?:i(?:'ve| have)|we(?:'ve| have)|i|we)\s+(?:(?:now|just|already|successfully|also|gone ahead and|went ahead and)\s+)*{_VERBS}\b",
+    re.IGNORECASE,
+)
+
+
+def _assistant_call_ids(trajectory: Trajectory) -> dict[str, str]:
+    return {
+        c.id: c.name for m in trajectory.messages if m.role == "assistant" for c in m.tool_calls
+    }
+
+
+def check_agent_tool_calls(trajectory: Trajectory) -> FilterResult:
+    """Reject (`no_agent_tool_call`) when a state change has no matching assistant tool call."""
+    emitted = _assistant_call_ids(trajectory)
+    orphans = [
+        s for s in trajectory.steps if s.state_diff and emitted.get(s.call.id) != s.call.name
+    ]
+    if not orphans:
+        return FilterResult.ok()
+    listed = ", ".join(f"step {s.index} {s.call.name} (id {s.call.id})" for s in orphans)
+    return FilterResult.reject("no_agent_tool_call", f"state changed without agent call: {listed}")
+
+
+def _verb_stem(verb: str) -> str:
+    verb = verb.lower()
+    for stem in ACTION_TOOL_STEMS:
+        if verb.startswith(stem):
+            return stem
+    return ""
+
+
+def _successful_writes_before(trajectory: Trajectory, message_index: int) -> list[StepRecord]:
+    """Write steps without error whose call was emitted before `message_index`."""
+    emitted_at: dict[str, int] = {}
+    for index, message in enumerate(trajectory.messages[:message_index]):
+        for call in message.tool_calls:
+            emitted_at[call.id] = index
+    return [
+        s for s in trajectory.steps if s.mutating and s.error is None and s.call.id in emitted_at
+    ]
+
+
+def _has_matching_write(writes: list[StepRecord], verb: str) -> bool:
+    stems = ACTION_TOOL_STEMS.get(_verb_stem(verb), ())
+    if not stems:  # a generic verb ("processed", "submitted"): any successful write backs it
+        return bool(writes)
+    return any(stem in s.call.name.lower() for s in writes for stem in stems)
+
+
+def narrated_without_action(trajectory: Trajectory) -> list[tuple[int, str]]:
+    """(message index, claim) for each first-person action claim with no successful write."""
+    unbacked: list[tuple[int, str]] = []
+    for index, message in enumerate(trajectory.messages):
+        if message.role != "assistant" or not message.content:
+            continue
+        writes = _successful_writes_before(trajectory, index)
+        for m in _NARRATION.finditer(message.content):
+            if not _has_matching_write(writes, m.group(1)):
+                unbacked.append((index, m.group(0)))
+    return unbacked
+
+
+def check_narrated_actions(trajectory: Trajectory) -> FilterResult:
+    """Reject (`narrated_action`) when the agent claims an action it never took successfully."""
+    unbacked = narrated_without_action(trajectory)
+    if not unbacked:
+        return FilterResult.ok()
+    listed = "; ".join(f"message {i}: '{claim}'" for i, claim in unbacked)
+    return FilterResult.reject("narrated_action", f"claimed without a successful write: {listed}")

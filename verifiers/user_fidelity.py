@@ -1,0 +1,58 @@
+"""The simulated user must not invent facts.
+
+A user simulator that makes up an order id, an email or a zip code the scenario never gave it
+turns the conversation into one the real task cannot produce (and may hand the agent the answer).
+The allowed facts are the scenario (known info, instructions, reason for contact), the persona's
+name, and whatever the agent has said to the user so far.
+"""
+
+from __future__ import annotations
+
+import re
+
+from schemas import Trajectory
+from verifiers.result import FilterResult
+from verifiers.text import Evidence, extract_values, message_text, normalise
+
+# "my name is Ann Lee", "I'm Ann Lee", "this is Ann Lee": a name the user asserts.
+_NAME_CLAIM = re.compile(
+    r"\b(?:my name is|i am|i'm|this is|name's)\s+([A-Z][a-z]+(?:\s+[A-Z][a-z]+)+)"
+)
+
+
+def _scenario_evidence(trajectory: Trajectory) -> Evidence:
+    task = trajectory.task
+    evidence = Evidence()
+    evidence.add(task.scenario.reason_for_contact)
+    evidence.add(task.scenario.instructions)
+    evidence.add(task.persona.name)
+    for label, value in task.scenario.known_info.items():
+        evidence.add(f"{label}: {value}")
+    return evidence
+
+
+def invented_user_facts(trajectory: Trajectory) -> list[tuple[int, str]]:
+    """(message index, value) for each fact a user turn asserts outside what it was allowed."""
+    evidence = _scenario_evidence(trajectory)
+    invented: list[tuple[int, str]] = []
+    for index, message in enumerate(trajectory.messages):
+        if message.role == "assistant":
+            evidence.add(message_text(message))
+        if message.role != "user" or not message.content:
+            continue
+        for value in sorted(extract_values(message.content)):
+            if not evidence.supports(value):
+                invented.append((index, value))
+        for name in _NAME_CLAIM.findall(message.content):
+            if not evidence.supports(normalise(name)):
+                invented.append((index, name))
+    return invented
+
+
+def check_user_fidelity(trajectory: Trajectory) -> FilterResult:
+    """Reject (`user_hallucination`) when the user states facts its scenario does not hold."""
+    invented = invented_user_facts(trajectory)
+    if not invented:
+        return FilterResult.ok()
+    listed = ", ".join(f"{v} (message {i})" for i, v in invented)
+    return FilterResult.reject("user_hallucination", f"user asserted unknown facts: {listed}")
