@@ -1,0 +1,280 @@
+"""Any OpenAI-compatible chat endpoint (OpenAI, a vLLM server, others) through `AsyncOpenAI`.
+
+The SDK's own retries are off: this backend retries itself, with exponential backoff and full
+jitter on 429, 5xx, timeouts and connection errors, honouring `Retry-After`, so the retry budget,
+the waits and the final error message are under our control and counted (`CallStats.retries`).
+
+The hot path is lean on purpose (many concurrent rollouts per process): one client per backend
+and event loop with a large connection pool, the request posted as a plain dict and the reply
+read as plain JSON (no SDK model construction), no per-call logging.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import functools
+import os
+import random
+import sys
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import openai
+
+from pipelines.llm.accounting import CallStats
+from pipelines.llm.toolcall_text import parse_arguments
+from schemas import ChatRequest, ChatResponse, LLMError, Message, ToolCall, Usage
+from schemas.llm import FinishReason
+
+_RETRYABLE_STATUS = frozenset({408, 409, 429})
+_FINISH_REASONS: Mapping[str, FinishReason] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+}
+#: A dummy key for local servers that ignore authentication (vLLM, llama.cpp, stub servers).
+LOCAL_SERVER_DUMMY_KEY = "EMPTY"
+
+
+@functools.cache
+def _http_module() -> Any:
+    """The httpx flavour (httpx or httpx2) the installed openai SDK builds its client on."""
+    for cls in openai.DefaultAsyncHttpxClient.__mro__:
+        if cls.__name__ == "AsyncClient":
+            return sys.modules[cls.__module__.split(".")[0]]
+    raise LLMError("cannot find the HTTP client class of the installed openai SDK")
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds the server asked us to wait (`retry-after-ms`, `retry-after` seconds or date)."""
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(0.0, float(millis) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, parsed.timestamp() - time.time())
+
+
+class OpenAIBackend:
+    """`LLMClient` over an OpenAI-compatible `/chat/completions` endpoint.
+
+    The key comes from `api_key` or `$OPENAI_API_KEY` (a dummy one when only a base URL is
+    given); it is held in memory for the client and dropped when the backend is pickled.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout_s: float = 60.0,
+        max_retries: int = 6,
+        backoff_base_s: float = 0.5,
+        backoff_max_s: float = 30.0,
+        retry_after_max_s: float = 120.0,
+        max_connections: int = 1000,
+        stats: CallStats | None = None,
+    ):
+        self.model = model
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.backoff_base_s = backoff_base_s
+        self.backoff_max_s = backoff_max_s
+        self.retry_after_max_s = retry_after_max_s
+        self.max_connections = max_connections
+        self.stats = stats if stats is not None else CallStats()
+        self._api_key = self._resolve_key(api_key)
+        self._client: openai.AsyncOpenAI | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._jitter = random.Random()
+
+    def _resolve_key(self, api_key: str | None) -> str:
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if key:
+            return key
+        if self.base_url:
+            return LOCAL_SERVER_DUMMY_KEY
+        raise LLMError(
+            f"openai backend (model {self.model!r}): no API key; set OPENAI_API_KEY, or a base "
+            "URL (OPENAI_BASE_URL) for a local server that needs none"
+        )
+
+    @property
+    def endpoint(self) -> str:
+        return self.base_url or "https://api.openai.com/v1"
+
+    @property
+    def max_attempts(self) -> int:
+        return self.max_retries + 1
+
+    def __repr__(self) -> str:
+        return f"OpenAIBackend(model={self.model!r}, endpoint={self.endpoint!r})"
+
+    # -- client lifecycle ---------------------------------------------------------------------
+
+    def _client_for_running_loop(self) -> openai.AsyncOpenAI:
+        """One client per backend and loop, made inside the loop that uses it."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            http = _http_module()
+            limits = http.Limits(
+                max_connections=self.max_connections,
+                max_keepalive_connections=self.max_connections,
+            )
+            http_client = openai.DefaultAsyncHttpxClient(
+                limits=limits, timeout=http.Timeout(self.timeout_s)
+            )
+            self._client = openai.AsyncOpenAI(
+                api_key=self._api_key,
+                base_url=self.base_url,
+                timeout=self.timeout_s,
+                max_retries=0,
+                http_client=http_client,
+            )
+            self._client_loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+            self._client_loop = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.update(_api_key=None, _client=None, _client_loop=None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._api_key = self._resolve_key(None)
+
+    # -- the call -------------------------------------------------------------------------------
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        client = self._client_for_running_loop()
+        payload = self.payload_for(request)
+        response_cls = _http_module().Response
+        last_failure = "no attempt made"
+        started = time.perf_counter()
+        for attempt in range(self.max_attempts):
+            try:
+                http_response = await client.post(
+                    "/chat/completions", body=payload, cast_to=response_cls
+                )
+            except openai.APIStatusError as exc:
+                last_failure = f"HTTP {exc.status_code}"
+                if not _is_retryable(exc.status_code):
+                    raise self._error(
+                        f"{last_failure} (not retryable): {exc}", attempt + 1
+                    ) from exc
+                delay = self._backoff_s(attempt, parse_retry_after(exc.response.headers))
+            except openai.APITimeoutError:
+                last_failure = f"timeout after {self.timeout_s}s"
+                delay = self._backoff_s(attempt, None)
+            except openai.APIConnectionError as exc:
+                last_failure = f"connection error ({exc.__cause__ or exc})"
+                delay = self._backoff_s(attempt, None)
+            else:
+                latency = time.perf_counter() - started
+                return self._parse(http_response.json(), latency, attempt + 1)
+            if attempt + 1 < self.max_attempts:
+                self.stats.record_retry()
+                await asyncio.sleep(delay)
+        raise self._error(f"gave up, last failure: {last_failure}", self.max_attempts)
+
+    def payload_for(self, request: ChatRequest) -> dict[str, Any]:
+        """The `/chat/completions` body; the backend's configured model is the one served."""
+        sampling = request.sampling
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "messages": [m.openai_dict() for m in request.messages],
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "max_tokens": sampling.max_tokens,
+        }
+        if request.tools:
+            payload["tools"] = [t.openai_schema() for t in request.tools]
+        if request.seed is not None:
+            payload["seed"] = request.seed
+        if sampling.stop:
+            payload["stop"] = list(sampling.stop)
+        if request.response_format == "json_object":
+            payload["response_format"] = {"type": "json_object"}
+        return payload
+
+    def _backoff_s(self, attempt: int, retry_after_s: float | None) -> float:
+        """Full-jitter exponential backoff, or what the server asked for (capped)."""
+        if retry_after_s is not None:
+            return min(retry_after_s, self.retry_after_max_s)
+        ceiling = min(self.backoff_max_s, self.backoff_base_s * (2**attempt))
+        return self._jitter.uniform(0.0, ceiling)
+
+    def _error(self, what: str, attempts: int) -> LLMError:
+        return LLMError(
+            f"openai backend: model {self.model!r} at {self.endpoint}: {what} "
+            f"(attempts: {attempts} of {self.max_attempts})"
+        )
+
+    def _parse(self, data: Any, latency_s: float, attempts: int) -> ChatResponse:
+        try:
+            choice = data["choices"][0]
+            wire_message = choice["message"]
+        except (KeyError, IndexError, TypeError) as exc:
+            what = f"malformed response without choices[0].message: {exc!r}"
+            raise self._error(what, attempts) from exc
+        tool_calls = tuple(
+            _tool_call(index, wire)
+            for index, wire in enumerate(wire_message.get("tool_calls") or ())
+        )
+        finish = _FINISH_REASONS.get(choice.get("finish_reason") or "stop", "stop")
+        if tool_calls:
+            finish = "tool_calls"
+        usage = data.get("usage") or {}
+        return ChatResponse(
+            message=Message(
+                role="assistant", content=wire_message.get("content"), tool_calls=tool_calls
+            ),
+            model=data.get("model") or self.model,
+            finish_reason=finish,
+            usage=Usage(
+                prompt_tokens=usage.get("prompt_tokens") or 0,
+                completion_tokens=usage.get("completion_tokens") or 0,
+            ),
+            latency_s=latency_s,
+        )
+
+
+def _is_retryable(status: int) -> bool:
+    return status in _RETRYABLE_STATUS or status >= 500
+
+
+def _tool_call(index: int, wire: Mapping[str, Any]) -> ToolCall:
+    """One wire tool call; bad argument JSON keeps the call with `parse_error` and the raw text."""
+    function = wire.get("function") or {}
+    name = function.get("name") or ""
+    raw = function.get("arguments")
+    call_id = wire.get("id") or f"call_{index}"
+    if isinstance(raw, dict):  # some servers send an object instead of a JSON string
+        return ToolCall(id=call_id, name=name, arguments=raw)
+    raw_text = raw if isinstance(raw, str) else ""
+    arguments, error = parse_arguments(raw_text)
+    if error is not None:
+        return ToolCall(id=call_id, name=name, parse_error=error, raw_arguments=raw_text)
+    return ToolCall(id=call_id, name=name, arguments=arguments)
