@@ -2,6 +2,7 @@
 
 from schemas.base import SCHEMA_VERSION, Record, canonical_json, content_hash, derive_seed
 from schemas.dataset import DatasetRecord, Split
+from schemas.dead_letter import DeadLetter
 from schemas.judgement import (
     AxisScore,
     CriterionResult,
@@ -51,6 +52,7 @@ __all__ = [
     "content_hash",
     "derive_seed",
     "DatasetRecord",
+    "DeadLetter",
     "Split",
     "AxisScore",
     "CriterionResult",

@@ -1,0 +1,235 @@
+"""The build pipeline: named composite transforms from seeds to sharded, verified datasets.
+
+    seeds -> Reshuffle -> SynthesizeTasks -> VerifyTasks -> Generate (rollout | blueprint)
+          -> VerifyOutcome -> ToDatasetRecords (split) -> WriteDataset
+    every stage's rejected/dead-letter outputs -> WriteRejected / WriteDeadLetters
+
+The driver then reads the outputs back, checks the accounting identity
+(inputs = kept + rejected + dead-lettered), writes manifest.json and the dataset card, and marks
+success last.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import platform
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipelines import io, stages
+from pipelines.config import BuildConfig
+from pipelines.resources import StageResources
+from pipelines.transforms.routing import (
+    DEAD,
+    METRICS_NAMESPACE,
+    REJECTED,
+    AsyncStageFn,
+    Stage_,
+    SyncStageFn,
+)
+from schemas import canonical_json
+
+
+class BuildError(RuntimeError):
+    """The build ran but its outputs are not trustworthy (e.g. the accounting is off)."""
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    run_dir: str
+    manifest: dict[str, Any]
+
+
+class WriteDataset(beam.PTransform):
+    """DatasetRecords -> data/<split>-SSSSS-of-NNNNN.parquet (Hugging Face layout)."""
+
+    def __init__(self, run_dir: str, num_shards: int):
+        super().__init__()
+        self.run_dir = run_dir
+        self.num_shards = num_shards
+
+    def expand(self, records):
+        schema = io.dataset_arrow_schema()
+        by_split = records | "PartitionBySplit" >> beam.Partition(
+            lambda r, n: io.SPLITS.index(r.split), len(io.SPLITS)
+        )
+        for split, pcoll in zip(io.SPLITS, by_split):
+            shards = self.num_shards if split == "train" else 1
+            (
+                pcoll
+                | f"{split}ToRows" >> beam.Map(io.dataset_row)
+                | f"Write{split.title()}"
+                >> beam.io.WriteToParquet(
+                    io.join(self.run_dir, io.DATA_DIR, split),
+                    schema=schema,
+                    file_name_suffix=".parquet",
+                    num_shards=shards,
+                    shard_name_template="-SSSSS-of-NNNNN",
+                    # Small batches and one buffered row group keep shards balanced.
+                    record_batch_size=16,
+                    row_group_buffer_size=1,
+                )
+            )
+        return records
+
+
+class WriteJsonl(beam.PTransform):
+    """Records -> <run_dir>/<sub>/<sub>-SSSSS-of-NNNNN.jsonl, one canonical JSON per line."""
+
+    def __init__(self, run_dir: str, sub: str):
+        super().__init__()
+        self.run_dir = run_dir
+        self.sub = sub
+
+    def expand(self, records):
+        return (
+            records
+            | "ToJson" >> beam.Map(lambda r: r.to_json())
+            | "Write"
+            >> beam.io.WriteToText(
+                io.join(self.run_dir, self.sub, self.sub),
+                file_name_suffix=".jsonl",
+                num_shards=1,
+                shard_name_template="-SSSSS-of-NNNNN",
+            )
+        )
+
+
+def build_pipeline(p: beam.Pipeline, config: BuildConfig, run_dir: str) -> None:
+    """Compose the stages on pipeline `p`."""
+    plain = StageResources(config, run_dir)
+    with_llm = StageResources(config, run_dir, needs_llm=True)
+    generate_stage = "blueprint" if config.mode == "blueprint" else "rollout"
+
+    seeds = p | "Seeds" >> beam.Create(range(config.num_tasks)) | "Reshuffle" >> beam.Reshuffle()
+    synth = seeds | "SynthesizeTasks" >> Stage_(
+        SyncStageFn("synthesize", plain, stages.synthesize_task)
+    )
+    verified = synth.kept | "VerifyTasks" >> Stage_(
+        SyncStageFn("verify_task", plain, stages.verify_task)
+    )
+    generated = verified.kept | "Generate" >> Stage_(
+        AsyncStageFn(
+            generate_stage,
+            with_llm,
+            stages.generate_trajectory,
+            config.concurrency.max_in_flight,
+        )
+    )
+    checked = generated.kept | "VerifyOutcome" >> Stage_(
+        SyncStageFn("outcome", plain, stages.verify_outcome)
+    )
+    exported = checked.kept | "ToDatasetRecords" >> Stage_(
+        SyncStageFn("split", plain, stages.to_dataset_record)
+    )
+    exported.kept | "WriteDataset" >> WriteDataset(run_dir, config.output.num_shards)
+
+    routed = [synth, verified, generated, checked, exported]
+    (
+        [r[REJECTED] for r in routed]
+        | "FlattenRejected" >> beam.Flatten()
+        | "WriteRejected" >> WriteJsonl(run_dir, io.REJECTED_DIR)
+    )
+    (
+        [r[DEAD] for r in routed]
+        | "FlattenDeadLetters" >> beam.Flatten()
+        | "WriteDeadLetters" >> WriteJsonl(run_dir, io.DEAD_LETTER_DIR)
+    )
+
+
+def stage_counters(result: Any) -> dict[str, int]:
+    """Counter values by name (`<stage>.kept`, `<stage>.rejected.<reason>`, tokens...)."""
+    counters: dict[str, int] = {}
+    try:
+        query = result.metrics().query(MetricsFilter().with_namespace(METRICS_NAMESPACE))
+    except Exception:  # noqa: BLE001 - some runners cannot report metrics; files still count
+        return counters
+    for c in query["counters"]:
+        value = c.committed if c.committed is not None else c.attempted
+        counters[c.key.metric.name] = counters.get(c.key.metric.name, 0) + int(value or 0)
+    return counters
+
+
+def package_versions() -> dict[str, str]:
+    names = ["trajforge", "apache-beam", "pydantic", "openai", "transformers", "torch", "datasets"]
+    versions = {"python": platform.python_version()}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def make_manifest(
+    config: BuildConfig,
+    counters: dict[str, int],
+    outputs: dict[str, Any],
+    wall_s: float,
+    runner: str,
+) -> dict[str, Any]:
+    from pipelines.llm.factory import model_name
+
+    roles = config.roles
+    models = {
+        role: {"kind": cfg.kind, "model": model_name(cfg)}
+        for role, cfg in (
+            ("agent", roles.agent),
+            ("user", roles.user or roles.agent),
+            ("judge", roles.judge or roles.agent),
+        )
+    }
+    tokens = {k.split(".", 1)[1]: v for k, v in counters.items() if k.startswith("tokens.")}
+    inputs = config.num_tasks
+    accounted = outputs["kept"] + outputs["rejected"] + outputs["dead_lettered"]
+    return {
+        "name": config.name,
+        "config": config.model_dump(mode="json"),
+        "config_hash": config.config_hash(),
+        "versions": package_versions(),
+        "models": models,
+        "runner": runner,
+        "inputs": inputs,
+        "outputs": outputs,
+        "accounting": {
+            "inputs": inputs,
+            "kept": outputs["kept"],
+            "rejected": outputs["rejected"],
+            "dead_lettered": outputs["dead_lettered"],
+            "holds": inputs == accounted,
+        },
+        "stage_counts": {k: v for k, v in sorted(counters.items()) if not k.startswith("tokens.")},
+        "tokens": tokens,
+        "wall_time_s": round(wall_s, 3),
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def run_build(config: BuildConfig, run_dir: str, beam_args: list[str]) -> BuildResult:
+    """Run the pipeline into `run_dir` (prepared by the caller), then manifest + success marker."""
+    started = time.monotonic()
+    options = PipelineOptions(beam_args)
+    runner = options.get_all_options().get("runner") or "FnApiRunner"
+    io.write_text(io.join(run_dir, "config.json"), canonical_json(config.model_dump(mode="json")))
+    p = beam.Pipeline(options=options)
+    build_pipeline(p, config, run_dir)
+    result = p.run()
+    result.wait_until_finish()
+    counters = stage_counters(result)
+    outputs = io.count_outputs(run_dir)
+    manifest = make_manifest(config, counters, outputs, time.monotonic() - started, runner)
+    io.write_text(io.join(run_dir, "manifest.json"), json.dumps(manifest, indent=2, sort_keys=True))
+    if not manifest["accounting"]["holds"]:
+        raise BuildError(
+            f"accounting identity failed: inputs={manifest['inputs']} but kept+rejected+"
+            f"dead_lettered={outputs['kept']}+{outputs['rejected']}+{outputs['dead_lettered']}"
+        )
+    io.write_text(io.join(run_dir, "README.md"), io.dataset_card(config.name, manifest))
+    io.write_text(io.join(run_dir, io.SUCCESS_MARKER), manifest["finished_at"] + "\n")
+    return BuildResult(run_dir=run_dir, manifest=manifest)

@@ -1,0 +1,130 @@
+"""The build config: one YAML file, validated by pydantic on load.
+
+Every field is typed and closed; an unknown key, a wrong type or a missing required field fails
+at load time with a message naming the field, before any worker starts.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from pipelines.llm.factory import BackendConfig
+from schemas import SamplingParams, canonical_json, content_hash
+
+
+class _Config(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RolesConfig(_Config):
+    """Which backend plays each role. The user and judge default to the agent's backend."""
+
+    agent: BackendConfig
+    user: BackendConfig | None = None
+    judge: BackendConfig | None = None
+
+
+class RolloutConfig(_Config):
+    max_turns: int = Field(default=20, ge=1, le=200)
+    max_steps: int = Field(default=40, ge=1, le=500)
+    user: Literal["llm", "scripted"] = "llm"
+    agent: Literal["llm", "oracle"] = "llm"
+
+
+class ConcurrencyConfig(_Config):
+    max_in_flight: int = Field(default=64, ge=1, le=4096)
+
+
+class SplitConfig(_Config):
+    """Fractions per split; tasks of one persona never straddle splits (leakage guard)."""
+
+    train: float = Field(default=0.9, ge=0, le=1)
+    validation: float = Field(default=0.0, ge=0, le=1)
+    test: float = Field(default=0.1, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _sums_to_one(self) -> SplitConfig:
+        total = self.train + self.validation + self.test
+        if abs(total - 1.0) > 1e-6:
+            raise ValueError(f"split fractions must sum to 1.0, got {total:g}")
+        return self
+
+
+class OutputConfig(_Config):
+    num_shards: int = Field(default=1, ge=1, le=4096)
+    splits: SplitConfig = SplitConfig()
+
+
+class CacheConfig(_Config):
+    enabled: bool = True
+
+
+class BuildConfig(_Config):
+    name: str = "trajforge-build"
+    domain: str
+    num_tasks: int = Field(ge=1, le=10_000_000)
+    seed: int = 0
+    mode: Literal["rollout", "blueprint"] = "blueprint"
+    roles: RolesConfig
+    sampling: SamplingParams = SamplingParams(temperature=0.0, max_tokens=128)
+    rollout: RolloutConfig = RolloutConfig()
+    concurrency: ConcurrencyConfig = ConcurrencyConfig()
+    output: OutputConfig = OutputConfig()
+    cache: CacheConfig = CacheConfig()
+
+    @field_validator("domain")
+    @classmethod
+    def _known_domain(cls, value: str) -> str:
+        from generators.domains import DOMAINS
+
+        if value not in DOMAINS:
+            raise ValueError(
+                f"unknown domain {value!r}; known domains: {', '.join(sorted(DOMAINS))}"
+            )
+        return value
+
+    def config_hash(self) -> str:
+        return content_hash(self.model_dump(mode="json"), 16)
+
+    def canonical(self) -> str:
+        return canonical_json(self.model_dump(mode="json"))
+
+
+class ConfigError(ValueError):
+    """A config file that cannot be used; the message names the field and the fix."""
+
+
+def format_validation_error(err: ValidationError, source: str) -> str:
+    lines = [f"invalid config {source}:"]
+    for e in err.errors():
+        loc = ".".join(str(x) for x in e["loc"] if not str(x).startswith("function-after"))
+        if e["type"] == "extra_forbidden":
+            lines.append(f"  {loc}: unknown field (remove it or check its spelling)")
+        elif e["type"] == "missing":
+            lines.append(f"  {loc}: required field is missing (add it)")
+        else:
+            lines.append(f"  {loc or '(top level)'}: {e['msg']} (got {e.get('input')!r})")
+    return "\n".join(lines)
+
+
+def load_config(path: str | Path) -> BuildConfig:
+    """Read and validate a YAML build config; raise ConfigError with an actionable message."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except FileNotFoundError as err:
+        raise ConfigError(f"config file not found: {path}") from err
+    except yaml.YAMLError as err:
+        raise ConfigError(f"config {path} is not valid YAML: {err}") from err
+    if not isinstance(raw, dict):
+        raise ConfigError(
+            f"config {path} must be a YAML mapping of fields, got {type(raw).__name__}"
+        )
+    try:
+        return BuildConfig.model_validate(raw)
+    except ValidationError as err:
+        raise ConfigError(format_validation_error(err, str(path))) from err

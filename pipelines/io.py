@@ -1,0 +1,171 @@
+"""Dataset IO: the Parquet schema, run-directory layout, reading outputs back, the card.
+
+All file access goes through Beam's `FileSystems`, so the same code works on local paths and
+on gs:// (Dataflow) paths.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any, get_args, get_origin
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
+
+from schemas import DatasetRecord
+
+SPLITS = ("train", "validation", "test")
+SUCCESS_MARKER = "_SUCCESS"
+DATA_DIR, REJECTED_DIR, DEAD_LETTER_DIR = "data", "rejected", "dead_letter"
+
+
+def join(base: str, *parts: str) -> str:
+    return FileSystems.join(base, *parts)
+
+
+def _arrow_type(annotation: Any) -> pa.DataType:
+    origin = get_origin(annotation)
+    if origin is tuple:
+        return pa.list_(_arrow_type(get_args(annotation)[0]))
+    if annotation is bool:
+        return pa.bool_()
+    if annotation is int:
+        return pa.int64()
+    if annotation is float:
+        return pa.float64()
+    return pa.string()  # str and Literal[...] of strings
+
+
+def dataset_arrow_schema() -> pa.Schema:
+    """Arrow schema of DatasetRecord, derived from the record so the two never drift."""
+    return pa.schema(
+        [
+            pa.field(name, _arrow_type(field.annotation), nullable=False)
+            for name, field in DatasetRecord.model_fields.items()
+        ]
+    )
+
+
+def dataset_row(record: DatasetRecord) -> dict[str, Any]:
+    row = record.model_dump(mode="python")
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in row.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# Run directory
+
+
+def is_nonempty_dir(path: str) -> bool:
+    if "://" not in path:
+        return os.path.isdir(path) and any(os.scandir(path))
+    return bool(FileSystems.match([join(path, "*")])[0].metadata_list)
+
+
+def delete_tree(path: str) -> None:
+    if FileSystems.exists(path):
+        FileSystems.delete([path])
+
+
+def ensure_dir(path: str) -> None:
+    if "://" not in path:
+        os.makedirs(path, exist_ok=True)
+
+
+def write_text(path: str, text: str) -> None:
+    with FileSystems.create(path) as f:
+        f.write(text.encode("utf-8"))
+
+
+def read_text(path: str) -> str:
+    with FileSystems.open(path) as f:
+        return f.read().decode("utf-8")
+
+
+def matching(pattern: str) -> list[str]:
+    return sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading outputs back (for the manifest's counts and for tests)
+
+
+def split_files(run_dir: str, split: str) -> list[str]:
+    return matching(join(run_dir, DATA_DIR, f"{split}-*.parquet"))
+
+
+def parquet_rows(path: str) -> int:
+    with FileSystems.open(path) as f:
+        return pq.ParquetFile(f).metadata.num_rows
+
+
+def jsonl_records(run_dir: str, sub: str) -> Iterator[dict[str, Any]]:
+    for path in matching(join(run_dir, sub, "*.jsonl")):
+        for line in read_text(path).splitlines():
+            if line.strip():
+                yield json.loads(line)
+
+
+def count_outputs(run_dir: str) -> dict[str, Any]:
+    """Rows per split and shard, rejections per stage/reason, dead letters per stage."""
+    splits: dict[str, dict[str, Any]] = {}
+    for split in SPLITS:
+        files = split_files(run_dir, split)
+        if files:
+            rows = [parquet_rows(p) for p in files]
+            splits[split] = {
+                "rows": sum(rows),
+                "shards": {p.rsplit("/", 1)[-1]: n for p, n in zip(files, rows)},
+            }
+    rejected: dict[str, dict[str, int]] = {}
+    for r in jsonl_records(run_dir, REJECTED_DIR):
+        by_reason = rejected.setdefault(r["stage"], {})
+        by_reason[r["reason"]] = by_reason.get(r["reason"], 0) + 1
+    dead: dict[str, int] = {}
+    for d in jsonl_records(run_dir, DEAD_LETTER_DIR):
+        dead[d["stage"]] = dead.get(d["stage"], 0) + 1
+    return {
+        "kept": sum(s["rows"] for s in splits.values()),
+        "rejected": sum(sum(v.values()) for v in rejected.values()),
+        "dead_lettered": sum(dead.values()),
+        "splits": splits,
+        "rejected_by_stage": rejected,
+        "dead_letter_by_stage": dead,
+    }
+
+
+def dataset_card(name: str, manifest: dict[str, Any]) -> str:
+    """A Hugging Face dataset card with `configs:` so `load_dataset(run_dir)` finds the splits."""
+    splits = [s for s in SPLITS if s in manifest["outputs"]["splits"]]
+    data_files = "\n".join(f"      - split: {s}\n        path: data/{s}-*.parquet" for s in splits)
+    counts = "\n".join(f"| {s} | {manifest['outputs']['splits'][s]['rows']} |" for s in splits)
+    return f"""---
+configs:
+  - config_name: default
+    data_files:
+{data_files}
+tags:
+  - trajforge
+  - tool-use
+  - agents
+---
+
+# {name}
+
+Tool-use agent trajectories built by trajforge (domain `{manifest["config"]["domain"]}`, mode
+`{manifest["config"]["mode"]}`). Every kept row passed the programmatic outcome verifier: its
+tool calls replay to the gold final-state hash and it communicated the expected outputs.
+
+| split | rows |
+|---|---|
+{counts}
+
+Rejected: {manifest["outputs"]["rejected"]}, dead-lettered: {manifest["outputs"]["dead_lettered"]}
+(see `rejected/` and `dead_letter/`). Config hash `{manifest["config_hash"]}`; models:
+{json.dumps(manifest["models"])}.
+
+Columns: `messages_json` (OpenAI chat format), `tools_json` (OpenAI tools list),
+`trajectory_json` (the full trajforge Trajectory record), plus task/persona metadata.
+"""

@@ -1,0 +1,106 @@
+"""Per-process resources for the stage DoFns: the domain and one LLM client per role.
+
+A `StageResources` is small and picklable (it carries only the config and the run directory);
+`setup()`, called from DoFn.setup() on the worker, builds the heavy objects. LLM clients are
+shared by every DoFn instance in a process (one connection pool, one local model, one cache
+connection), which is what lets one worker keep hundreds of calls in flight.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from pipelines.config import BuildConfig
+from pipelines.llm.factory import BackendConfig, build_client, model_name
+from schemas import LLMClient
+
+_LOCK = threading.Lock()
+#: (config hash, cache path) -> RoleClients. The one piece of process state: the shared clients.
+_PROCESS_CLIENTS: dict[tuple[str, str], RoleClients] = {}
+
+
+@dataclass(frozen=True)
+class RoleClients:
+    agent: LLMClient
+    user: LLMClient
+    judge: LLMClient
+    models: dict[str, str]  # role -> model name, for provenance
+
+
+def cache_path_for(run_dir: str) -> str:
+    """Local runs cache responses inside the run directory, so rerunning resumes for free.
+
+    A remote run directory (gs://...) cannot hold a SQLite file: each worker then keeps its
+    cache on local disk, which still dedupes retries of a bundle on that worker.
+    """
+    if "://" in run_dir:
+        return os.path.join(tempfile.gettempdir(), "trajforge-cache", "responses.sqlite")
+    return os.path.join(run_dir, "cache", "responses.sqlite")
+
+
+def _build_role_clients(config: BuildConfig, cache_path: str | None) -> RoleClients:
+    from pipelines.llm.cache import ResponseCache
+
+    cache = None
+    if cache_path is not None:
+        os.makedirs(os.path.dirname(cache_path), exist_ok=True)
+        cache = ResponseCache(cache_path)
+    built: dict[str, Any] = {}
+
+    def client_for(cfg: BackendConfig) -> LLMClient:
+        key = cfg.model_dump_json()
+        if key not in built:  # roles bound to the same backend share one client
+            built[key] = build_client(cfg, cache=cache)
+        return built[key]
+
+    roles = config.roles
+    user_cfg = roles.user or roles.agent
+    judge_cfg = roles.judge or roles.agent
+    return RoleClients(
+        agent=client_for(roles.agent),
+        user=client_for(user_cfg),
+        judge=client_for(judge_cfg),
+        models={
+            "agent": model_name(roles.agent),
+            "user": model_name(user_cfg),
+            "judge": model_name(judge_cfg),
+        },
+    )
+
+
+def shared_role_clients(config: BuildConfig, run_dir: str) -> RoleClients:
+    cache_path = cache_path_for(run_dir) if config.cache.enabled else None
+    key = (config.config_hash(), cache_path or "")
+    with _LOCK:
+        if key not in _PROCESS_CLIENTS:
+            _PROCESS_CLIENTS[key] = _build_role_clients(config, cache_path)
+        return _PROCESS_CLIENTS[key]
+
+
+class StageResources:
+    """What a stage needs at run time; cheap to pickle, heavy parts built in setup()."""
+
+    def __init__(self, config: BuildConfig, run_dir: str, needs_llm: bool = False):
+        self.config = config
+        self.run_dir = run_dir
+        self.needs_llm = needs_llm
+        self.domain: Any = None
+        self.clients: RoleClients | None = None
+
+    def setup(self) -> None:
+        from generators.domains import get_domain
+
+        if self.domain is None:
+            self.domain = get_domain(self.config.domain)
+        if self.needs_llm and self.clients is None:
+            self.clients = shared_role_clients(self.config, self.run_dir)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"config": self.config, "run_dir": self.run_dir, "needs_llm": self.needs_llm}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(**state)

@@ -1,0 +1,154 @@
+"""The build's stage logic as plain functions over typed records (no Beam import).
+
+Each takes the worker's `StageResources` and one element and returns the next record, or raises
+`Rejected` with a typed reason. The Beam wrappers in pipelines/transforms route and count.
+"""
+
+from __future__ import annotations
+
+import json
+
+from pipelines.resources import StageResources
+from schemas import (
+    DatasetRecord,
+    Provenance,
+    Rejected,
+    Split,
+    Task,
+    Trajectory,
+    derive_seed,
+)
+
+TRAJFORGE_VERSION = "0.1.0"
+
+
+def synthesize_task(res: StageResources, index: int) -> Task:
+    """Seed index -> persona -> a task grounded in the domain's seeded state."""
+    from generators.personas import sample_persona
+
+    cfg = res.config
+    persona = sample_persona(derive_seed(cfg.seed, index, "persona"))
+    return res.domain.synthesize_task(persona, derive_seed(cfg.seed, index, "synthesize", 0))
+
+
+def verify_task(res: StageResources, task: Task) -> Task:
+    """Pre-rollout checks (gold runs clean, not already solved, no prefix suffices, ...)."""
+    from generators.task_verification import verify_task as verify
+
+    return verify(res.domain, task)
+
+
+def _provenance(res: StageResources, task: Task, seed: int) -> Provenance:
+    assert res.clients is not None
+    return Provenance(
+        models=dict(res.clients.models),
+        seeds={"build": res.config.seed, "generate": seed},
+        config_hash=res.config.config_hash(),
+        trajforge_version=TRAJFORGE_VERSION,
+    )
+
+
+async def generate_trajectory(res: StageResources, task: Task) -> Trajectory:
+    """Rollout (live agent vs simulated user) or blueprint (gold skeleton, verbalised)."""
+    cfg = res.config
+    clients = res.clients
+    assert clients is not None
+    seed = derive_seed(task.id, cfg.mode, 0)
+    provenance = _provenance(res, task, seed)
+    if cfg.mode == "blueprint":
+        from generators.blueprint import run_blueprint
+
+        return await run_blueprint(
+            task,
+            res.domain,
+            clients.agent,
+            model=clients.models["agent"],
+            seed=seed,
+            provenance=provenance,
+        )
+    from generators.agent import LLMAgent, OracleAgent
+    from generators.rollout import run_rollout
+    from generators.user import LLMUser, ScriptedUser
+
+    if cfg.rollout.agent == "oracle":
+        agent = OracleAgent(task)
+    else:
+        agent = LLMAgent(clients.agent, clients.models["agent"], cfg.sampling)
+    if cfg.rollout.user == "scripted":
+        user = ScriptedUser(task)
+    else:
+        user = LLMUser(clients.user, clients.models["user"], cfg.sampling)
+    return await run_rollout(
+        task,
+        res.domain,
+        agent,
+        user,
+        max_turns=cfg.rollout.max_turns,
+        max_steps=cfg.rollout.max_steps,
+        seed=seed,
+        provenance=provenance,
+    )
+
+
+class RejectedRecord(Rejected):
+    """A rejection that carries the updated record (e.g. with its failed outcome attached)."""
+
+    def __init__(self, reason, detail: str, record):
+        super().__init__(reason, detail)
+        self.record = record
+
+
+def verify_outcome(res: StageResources, trajectory: Trajectory) -> Trajectory:
+    """Attach the programmatic outcome; refuse trajectories that did not reach the gold state."""
+    from verifiers.outcome import verify_outcome as verify
+
+    outcome = verify(trajectory, res.domain)
+    checked = trajectory.model_copy(update={"outcome": outcome})
+    if outcome.passed:
+        return checked
+    if not outcome.termination_ok:
+        reason = "bad_termination"
+    elif not outcome.state_match:
+        reason = "state_mismatch"
+    else:
+        reason = "outputs_not_communicated"
+    raise RejectedRecord(reason, outcome.reason, checked)
+
+
+def split_of(persona_id: str, fractions: dict[str, float]) -> Split:
+    """Deterministic split by persona: one persona's tasks never straddle splits (no leakage)."""
+    bucket = derive_seed(persona_id, "split") % 10_000 / 10_000
+    edge = 0.0
+    for name in ("train", "validation", "test"):
+        edge += fractions[name]
+        if bucket < edge:
+            return name  # type: ignore[return-value]
+    return "train"
+
+
+def to_dataset_record(res: StageResources, trajectory: Trajectory) -> DatasetRecord:
+    """The exported row: OpenAI-format messages and tools, plus what filtering needs."""
+    task = trajectory.task
+    split = split_of(task.persona.id, res.config.output.splits.model_dump())
+    judge_scores = {f"{j.judge}/{a.axis}": a.score for j in trajectory.judgements for a in j.axes}
+    return DatasetRecord(
+        id=trajectory.id,
+        split=split,
+        domain=task.domain,
+        task_id=task.id,
+        task_types=tuple(task.intent.task_types),
+        complexity=task.intent.complexity,
+        persona_id=task.persona.id,
+        mode=trajectory.mode,
+        messages_json=json.dumps([m.openai_dict() for m in trajectory.messages], sort_keys=True),
+        tools_json=json.dumps(
+            [s.openai_schema() for s in res.domain.toolbox.specs], sort_keys=True
+        ),
+        num_turns=sum(1 for m in trajectory.messages if m.role == "user"),
+        num_tool_calls=len(trajectory.steps),
+        termination=trajectory.termination,
+        outcome_passed=bool(trajectory.outcome and trajectory.outcome.passed),
+        final_state_hash=trajectory.final_state_hash,
+        judge_scores_json=json.dumps(judge_scores, sort_keys=True),
+        trajectory_json=trajectory.to_json(),
+    )

@@ -1,0 +1,190 @@
+"""Thin Beam wrappers shared by every stage: route kept / rejected / dead-lettered, and count.
+
+A stage's logic is a plain function over typed records (in generators/ or verifiers/). The DoFns
+here only load resources in setup(), call that function, and route what comes back:
+- a returned record goes to the main output ("kept");
+- `Rejected(reason, detail)` becomes a `Rejection` on the "rejected" output;
+- any other exception becomes a `DeadLetter` (error + traceback + the element) on "dead_letter".
+Counters are updated on the DoFn thread (Metrics updates from other threads are lost).
+Every element yields exactly one output, which is what makes the build's accounting identity
+(inputs = kept + rejected + dead-lettered) checkable.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+from apache_beam.transforms.window import GlobalWindows
+
+from pipelines.progress import ProgressTally
+from pipelines.resources import StageResources
+from schemas import DeadLetter, Record, Rejected, Rejection, Stage, canonical_json
+
+KEPT, REJECTED, DEAD = "kept", "rejected", "dead_letter"
+METRICS_NAMESPACE = "trajforge"
+
+
+def record_id_of(element: Any) -> str:
+    if isinstance(element, Record) and hasattr(element, "id"):
+        return str(element.id)
+    return f"seed-{element}" if isinstance(element, int) else str(element)[:64]
+
+
+def element_json(element: Any) -> str:
+    return element.to_json() if isinstance(element, Record) else canonical_json(element)
+
+
+def rejection_for(stage: Stage, element: Any, err: Rejected) -> Rejection:
+    """The rejection keeps the record whole (the updated one when the stage attached one)."""
+    payload = getattr(err, "record", None) or element
+    return Rejection(
+        record_id=record_id_of(element),
+        stage=stage,
+        reason=err.reason,
+        detail=err.detail,
+        payload_json=element_json(payload),
+    )
+
+
+def dead_letter_for(stage: Stage, element: Any, err: BaseException, tb: str) -> DeadLetter:
+    return DeadLetter(
+        record_id=record_id_of(element),
+        stage=stage,
+        error=f"{type(err).__name__}: {err}",
+        traceback=tb,
+        element_json=element_json(element),
+    )
+
+
+class StageCounters:
+    """Beam counters for one stage (`<stage>.kept`, `<stage>.rejected.<reason>`, ...), mirrored
+    into the local progress tally so the driver can draw a live bar."""
+
+    def __init__(self, stage: Stage, run_dir: str):
+        self.stage = stage
+        self.tally = ProgressTally.for_run(run_dir)
+        self._counters: dict[str, Any] = {}
+
+    def inc(self, name: str, n: int = 1) -> None:
+        if name not in self._counters:
+            self._counters[name] = Metrics.counter(METRICS_NAMESPACE, name)
+        self._counters[name].inc(n)
+        if self.tally is not None:
+            self.tally.add(name, n)
+
+    def flush(self) -> None:
+        if self.tally is not None:
+            self.tally.add("flushes", 1, flush=True)
+
+
+def route(stage: Stage, counters: StageCounters, element: Any, outcome: Any, err, tb: str):
+    """Turn (result | Rejected | exception) for one element into one tagged output."""
+    if err is None:
+        counters.inc(f"{stage}.kept")
+        return outcome
+    if isinstance(err, Rejected):
+        counters.inc(f"{stage}.rejected.{err.reason}")
+        return beam.pvalue.TaggedOutput(REJECTED, rejection_for(stage, element, err))
+    counters.inc(f"{stage}.dead_letter")
+    return beam.pvalue.TaggedOutput(DEAD, dead_letter_for(stage, element, err, tb))
+
+
+class SyncStageFn(beam.DoFn):
+    """Runs `logic(resources, element) -> record` for each element."""
+
+    def __init__(self, stage: Stage, resources: StageResources, logic: Callable[..., Any]):
+        self.stage = stage
+        self.resources = resources
+        self.logic = logic
+
+    def setup(self):
+        self.resources.setup()
+        self.counters = StageCounters(self.stage, self.resources.run_dir)
+
+    def process(self, element):
+        try:
+            result, err, tb = self.logic(self.resources, element), None, ""
+        except Exception as e:  # noqa: BLE001 - every failure is routed, never lost
+            result, err, tb = None, e, traceback.format_exc()
+        yield route(self.stage, self.counters, element, result, err, tb)
+
+    def finish_bundle(self):
+        self.counters.flush()
+
+
+class AsyncStageFn(beam.DoFn):
+    """Runs `async logic(resources, element)` with many elements in flight per process.
+
+    Elements are submitted to the process-wide event loop as they arrive (blocking only when
+    `max_in_flight` are pending), finished ones are emitted as soon as they are done
+    (continuous refill across the bundle), and finish_bundle drains the rest.
+    """
+
+    def __init__(
+        self,
+        stage: Stage,
+        resources: StageResources,
+        logic: Callable[..., Any],
+        max_in_flight: int,
+    ):
+        self.stage = stage
+        self.resources = resources
+        self.logic = logic
+        self.max_in_flight = max_in_flight
+
+    def setup(self):
+        self.resources.setup()
+        self.counters = StageCounters(self.stage, self.resources.run_dir)
+
+    def _count_cost(self, record: Any) -> None:
+        cost = getattr(record, "cost", None)
+        if cost is not None:
+            for name in ("llm_calls", "cached_calls", "prompt_tokens", "completion_tokens"):
+                self.counters.inc(f"tokens.{name}", getattr(cost, name))
+
+    def start_bundle(self):
+        from pipelines.concurrency import InFlight
+
+        self.in_flight = InFlight(self.max_in_flight)
+        self.elements: dict[int, Any] = {}
+        self._next_key = 0
+
+    def _emit(self, done, windowed: bool):
+        for item in done:
+            element = self.elements.pop(item.key)
+            self._count_cost(item.result)
+            out = route(
+                self.stage, self.counters, element, item.result, item.exception, item.traceback
+            )
+            if windowed:
+                if isinstance(out, beam.pvalue.TaggedOutput):
+                    out = beam.pvalue.TaggedOutput(out.tag, GlobalWindows.windowed_value(out.value))
+                else:
+                    out = GlobalWindows.windowed_value(out)
+            yield out
+
+    def process(self, element):
+        key = self._next_key
+        self._next_key += 1
+        self.elements[key] = element
+        self.in_flight.submit(key, self.logic(self.resources, element))
+        yield from self._emit(self.in_flight.ready(), windowed=False)
+
+    def finish_bundle(self):
+        yield from self._emit(self.in_flight.drain(), windowed=True)
+        self.counters.flush()
+
+
+class Stage_(beam.PTransform):
+    """ParDo(fn) with the three outputs; `.kept`, `.rejected`, `.dead_letter` on the result."""
+
+    def __init__(self, fn: beam.DoFn, label: str | None = None):
+        super().__init__(label)
+        self.fn = fn
+
+    def expand(self, pcoll):
+        return pcoll | beam.ParDo(self.fn).with_outputs(REJECTED, DEAD, main=KEPT)
