@@ -59,7 +59,7 @@ class WriteDataset(beam.PTransform):
         by_split = records | "PartitionBySplit" >> beam.Partition(
             lambda r, n: io.SPLITS.index(r.split), len(io.SPLITS)
         )
-        for split, pcoll in zip(io.SPLITS, by_split):
+        for split, pcoll in zip(io.SPLITS, by_split, strict=True):
             shards = self.num_shards if split == "train" else 1
             (
                 pcoll

@@ -117,7 +117,7 @@ def count_outputs(run_dir: str) -> dict[str, Any]:
             rows = [parquet_rows(p) for p in files]
             splits[split] = {
                 "rows": sum(rows),
-                "shards": {p.rsplit("/", 1)[-1]: n for p, n in zip(files, rows)},
+                "shards": {p.rsplit("/", 1)[-1]: n for p, n in zip(files, rows, strict=True)},
             }
     rejected: dict[str, dict[str, int]] = {}
     for r in jsonl_records(run_dir, REJECTED_DIR):
