@@ -1,0 +1,21 @@
+"""Domains (data model + tools + tasks + policy), wired by one frozen table."""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from generators.domains.retail import RetailDomain
+from generators.tooling import Domain
+
+#: Domain name -> class. Add a domain by importing it here; nothing is discovered implicitly.
+DOMAINS = MappingProxyType({"retail": RetailDomain})
+
+
+def get_domain(name: str) -> Domain:
+    """A fresh instance of the named domain; unknown names list the known ones."""
+    try:
+        cls = DOMAINS[name]
+    except KeyError:
+        known = ", ".join(sorted(DOMAINS))
+        raise KeyError(f"unknown domain '{name}'; known domains: {known}") from None
+    return cls()

@@ -1,0 +1,37 @@
+"""`RetailDomain`: the retail data model, tools, policy and task synthesis behind `Domain`."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+from generators.domains.retail import tasks
+from generators.domains.retail.data_model import RetailState, generate_state
+from generators.domains.retail.tools import TOOLS
+from generators.tooling import Toolbox, apply_patches
+from schemas import InitialState, Persona, Task
+
+
+def load_policy() -> str:
+    """The agent's rules, shipped as package data next to the code they describe."""
+    return resources.files("generators.domains.retail").joinpath("policy.md").read_text("utf-8")
+
+
+class RetailDomain:
+    """Online retail (tau2-bench style): orders, returns, exchanges, addresses, payments."""
+
+    name = "retail"
+
+    def __init__(self) -> None:
+        self.policy: str = load_policy()
+        self.toolbox: Toolbox = Toolbox(TOOLS)
+
+    def initial_state(self, init: InitialState) -> RetailState:
+        """The seeded world with the task's patches applied (a fresh object every call)."""
+        state = generate_state(init.seed)
+        if init.patches:
+            state = apply_patches(state, init.patches)
+        return state  # type: ignore[return-value]
+
+    def synthesize_task(self, persona: Persona, seed: int) -> Task:
+        """An unverified task (run `verify_task` next); raises TaskRejected if none is feasible."""
+        return tasks.synthesize_task(self.toolbox, self.initial_state, persona, seed)
