@@ -1,0 +1,111 @@
+"""Prompt texts for the simulated user, the teacher agent and blueprint verbalisation.
+
+Kept in one module so prompt changes are reviewed in one place and the scripted responders
+(`pipelines.llm.responders`) can read the same marked sections the prompts write.
+"""
+
+from __future__ import annotations
+
+from schemas import Persona, Task
+
+STOP_TOKEN = "###STOP###"
+TRANSFER_TOKEN = "###TRANSFER###"
+OUT_OF_SCOPE_TOKEN = "###OUT-OF-SCOPE###"
+
+#: Marked sections a scripted responder can parse without knowing anything else of the prompt.
+REQUIRED_BEGIN = "[REQUIRED ENTITIES]"
+REQUIRED_END = "[/REQUIRED ENTITIES]"
+DRAFT_BEGIN = "[DRAFT]"
+DRAFT_END = "[/DRAFT]"
+REASON_BEGIN = "[REASON FOR CONTACT]"
+REASON_END = "[/REASON FOR CONTACT]"
+
+#: What the user-LLM sees as the agent's greeting before the first user turn.
+AGENT_GREETING = "Hi! How can I help you today?"
+
+ROLE_REMINDER = (
+    "Reminder: you are the CUSTOMER, not the support agent. Do not offer help, do not say you "
+    "performed any action, never write tool calls. Reply with the customer's next message only."
+)
+
+
+def describe_persona(persona: Persona) -> str:
+    """Persona as prose: traits, background and communication style."""
+    t = persona.traits
+    traits = (
+        f"patience {t.patience}, verbosity {t.verbosity}, tech literacy {t.tech_literacy}, "
+        f"assertiveness {t.assertiveness}, formality {t.formality}, emotional state "
+        f"{t.emotional_state}, detail orientation {t.detail_orientation}, politeness "
+        f"{t.politeness}, decisiveness {t.decisiveness}, trust in the agent {t.trust_in_agent}, "
+        f"time pressure {t.time_pressure}"
+    )
+    return (
+        f"Your name is {persona.name}. {persona.background}\n"
+        f"Traits: {traits}.\nCommunication style: {persona.communication_style}"
+    )
+
+
+def user_system_prompt(task: Task) -> str:
+    """System prompt of the simulated user: persona, scenario, disclosure and stop rules."""
+    s = task.scenario
+    known = "\n".join(f"- {label}: {value}" for label, value in s.known_info.items()) or "- none"
+    unknown = "\n".join(f"- {item}" for item in s.unknown_info) or "- none"
+    return (
+        "You are a CUSTOMER contacting a customer-support agent. You are not the agent: never "
+        "offer help, never claim to have performed actions, never write tool calls.\n\n"
+        f"{describe_persona(task.persona)}\n\n"
+        f"{REASON_BEGIN}\n{s.reason_for_contact}\n{REASON_END}\n\n"
+        f"Instructions: {s.instructions}\n\n"
+        "Information you know (give each piece only when the agent asks for it or it becomes "
+        f"relevant, one or two at a time):\n{known}\n\n"
+        "Information you do NOT know (if asked, say you don't know; never make it up):\n"
+        f"{unknown}\n\n"
+        "Rules: write one short message at a time, in your own voice. Never invent ids, "
+        "amounts, emails or addresses. When everything you wanted is done, reply with "
+        f"{STOP_TOKEN} at the end of your message. If the agent transfers you to a human, "
+        f"reply with {TRANSFER_TOKEN}. If your request cannot be handled at all, reply with "
+        f"{OUT_OF_SCOPE_TOKEN}."
+    )
+
+
+def agent_system_prompt(policy: str) -> str:
+    """System prompt of the teacher agent: the domain policy is the whole instruction."""
+    return (
+        "You are a customer-support agent. Use the tools to look up and change the records; "
+        "never guess facts a tool can tell you. Follow this policy:\n\n" + policy.strip()
+    )
+
+
+def verbaliser_system_prompt(speaker: str, persona: Persona | None) -> str:
+    """System prompt for writing one blueprint utterance as `speaker` ("customer"/"agent")."""
+    who = (
+        "You write the next message of a customer in a support chat.\n" + describe_persona(persona)
+        if persona is not None
+        else "You write the next message of a polite customer-support agent in a chat."
+    )
+    return (
+        f"{who}\nRewrite the draft as one short natural message from the {speaker}. Keep every "
+        "required entity exactly as written. Do not add any id, amount, email or other fact "
+        "that is not in the draft. Output only the message."
+    )
+
+
+def verbaliser_user_prompt(draft: str, required: tuple[str, ...], context: str) -> str:
+    """User prompt for one utterance: context, the draft, and the marked required entities."""
+    entities = "\n".join(f"- {e}" for e in required) or "- none"
+    return (
+        f"Conversation so far:\n{context or '(start of conversation)'}\n\n"
+        f"{DRAFT_BEGIN}\n{draft}\n{DRAFT_END}\n\n"
+        f"{REQUIRED_BEGIN}\n{entities}\n{REQUIRED_END}\n"
+    )
+
+
+def section(text: str, begin: str, end: str) -> str | None:
+    """The text between two markers, stripped, or None when the section is absent."""
+    start = text.find(begin)
+    if start < 0:
+        return None
+    stop = text.find(end, start + len(begin))
+    if stop < 0:
+        return None
+    return text[start + len(begin) : stop].strip()

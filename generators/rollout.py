@@ -1,0 +1,198 @@
+"""The interactive rollout loop: a simulated user and an agent over a domain's live state.
+
+The user speaks first; the agent then acts until it answers in text (each tool call executed
+through the domain's toolbox, the one error boundary, so a malformed call becomes an "Error: ..."
+observation and the conversation continues); then the user replies. The loop ends on a user stop
+token, an agent transfer, `max_turns`, `max_steps`, or an agent that repeatedly says nothing.
+`LLMError` is never caught here: the pipeline dead-letters it with its traceback. A user that
+stays out of role after its retry is refused with `Rejected("role_confusion")`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel
+
+from generators.agent import AgentPolicy
+from generators.prompts import TRANSFER_TOKEN, agent_system_prompt
+from generators.tooling import Domain, state_hash
+from generators.user import UserSimulator
+from schemas import (
+    Cost,
+    Message,
+    Provenance,
+    Rejected,
+    StepRecord,
+    Task,
+    TerminationReason,
+    ToolCall,
+    Trajectory,
+    derive_seed,
+)
+
+#: Consecutive empty agent outputs (no text, no tool call) before the rollout gives up.
+MAX_EMPTY_AGENT_OUTPUTS = 2
+
+
+@dataclass
+class _Run:
+    """Mutable state of one rollout in progress (local to a single `run_rollout` call)."""
+
+    task: Task
+    domain: Domain
+    state: BaseModel
+    seed: int
+    messages: list[Message]
+    steps: list[StepRecord] = field(default_factory=list)
+    cost: Cost = Cost()
+    turn: int = 0
+    call_ids: set[str] = field(default_factory=set)
+
+    def llm_seed(self, role: str, *extra: object) -> int:
+        return derive_seed(self.task.id, "rollout", self.seed, self.turn, role, *extra)
+
+    def visible_conversation(self) -> list[Message]:
+        """What the user sees: user messages and the agent's text, never tool traffic."""
+        return [
+            Message(role=m.role, content=m.content)
+            for m in self.messages
+            if m.role in ("user", "assistant") and m.content
+        ]
+
+
+async def run_rollout(
+    task: Task,
+    domain: Domain,
+    agent: AgentPolicy,
+    user: UserSimulator,
+    *,
+    max_turns: int = 30,
+    max_steps: int = 60,
+    seed: int,
+    provenance: Provenance,
+) -> Trajectory:
+    """Run one conversation to a termination and return it as a Trajectory (mode "rollout")."""
+    run = _Run(
+        task=task,
+        domain=domain,
+        state=domain.initial_state(task.initial_state),
+        seed=seed,
+        messages=[Message(role="system", content=agent_system_prompt(domain.policy))],
+    )
+    termination = await _converse(run, agent, user, max_turns=max_turns, max_steps=max_steps)
+    return Trajectory.create(
+        task=task,
+        mode="rollout",
+        messages=tuple(run.messages),
+        steps=tuple(run.steps),
+        termination=termination,
+        final_state_hash=state_hash(run.state),
+        cost=run.cost,
+        provenance=provenance,
+    )
+
+
+async def _converse(
+    run: _Run, agent: AgentPolicy, user: UserSimulator, *, max_turns: int, max_steps: int
+) -> TerminationReason:
+    while True:
+        stop = await _user_speaks(run, user)
+        if stop is not None:
+            return stop
+        ended = await _agent_acts(run, agent, max_steps=max_steps)
+        if ended is not None:
+            return ended
+        run.turn += 1
+        if run.turn >= max_turns:
+            return "max_turns"
+
+
+async def _user_speaks(run: _Run, user: UserSimulator) -> TerminationReason | None:
+    turn = await user.reply(run.visible_conversation(), run.llm_seed("user"))
+    run.cost = run.cost + turn.cost
+    if turn.role_confused:
+        raise Rejected(
+            "role_confusion",
+            f"task {run.task.id} turn {run.turn}: user sounded like the agent after a reminder: "
+            f"{(turn.message.content or '')[:200]!r}",
+        )
+    run.messages.append(turn.message)
+    return turn.stop
+
+
+async def _agent_acts(run: _Run, agent: AgentPolicy, *, max_steps: int) -> TerminationReason | None:
+    """Let the agent call tools until it answers in text; a termination if the rollout ends."""
+    empty = 0
+    attempt = 0
+    while True:
+        if len(run.steps) >= max_steps:
+            return "max_steps"
+        turn = await agent.act(
+            tuple(run.messages), run.domain.toolbox.specs, run.llm_seed("agent", attempt)
+        )
+        attempt += 1
+        run.cost = run.cost + turn.cost
+        message = _with_unique_call_ids(turn.message, run)
+        if not message.tool_calls and not (message.content or "").strip():
+            empty += 1
+            if empty >= MAX_EMPTY_AGENT_OUTPUTS:
+                return "agent_error"
+            continue
+        empty = 0
+        run.messages.append(message)
+        if not message.tool_calls:
+            return "transfer" if TRANSFER_TOKEN in (message.content or "") else None
+        if _execute_calls(run, message.tool_calls, max_steps=max_steps):
+            return "transfer"
+
+
+def _execute_calls(run: _Run, calls: Sequence[ToolCall], *, max_steps: int) -> bool:
+    """Execute each call on the live state; True if a transfer tool succeeded.
+
+    Every call gets its tool message (so the conversation stays a valid tool-use exchange),
+    even past `max_steps`: those are answered with an error and not executed.
+    """
+    transferred = False
+    for call in calls:
+        if len(run.steps) >= max_steps:
+            run.messages.append(_tool_message(call, "Error: step limit reached; call not run"))
+            continue
+        execution = run.domain.toolbox.execute(run.state, call)
+        run.messages.append(_tool_message(call, execution.observation))
+        run.steps.append(
+            StepRecord(
+                index=len(run.steps),
+                turn=run.turn,
+                call=call,
+                result=None if execution.error else execution.observation,
+                error=execution.observation if execution.error else None,
+                state_diff=execution.diff,
+                mutating=execution.mutating,
+            )
+        )
+        spec = run.domain.toolbox.spec(call.name)
+        transferred |= execution.error is None and spec is not None and spec.kind == "transfer"
+    return transferred
+
+
+def _tool_message(call: ToolCall, content: str) -> Message:
+    return Message(role="tool", content=content, tool_call_id=call.id, name=call.name)
+
+
+def _with_unique_call_ids(message: Message, run: _Run) -> Message:
+    """Give every tool call an id unique in the trajectory (models omit or repeat them)."""
+    if not message.tool_calls:
+        return message
+    calls = []
+    for call in message.tool_calls:
+        call_id = call.id
+        if not call_id or call_id in run.call_ids:
+            call_id = f"call_{len(run.call_ids)}"
+            while call_id in run.call_ids:
+                call_id += "_"
+            call = call.model_copy(update={"id": call_id})
+        run.call_ids.add(call_id)
+        calls.append(call)
+    return message.model_copy(update={"tool_calls": tuple(calls), "role": "assistant"})

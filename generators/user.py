@@ -1,0 +1,238 @@
+"""Simulated users: the customer side of a rollout.
+
+`LLMUser` plays a persona with a scenario (known info it reveals when asked, unknown info it never
+invents) and ends the conversation with a stop token. From its point of view the roles are
+flipped: the agent's messages are its "user" input, its own previous messages are "assistant".
+Small models often slip into the agent's role ("How can I help you?"); `looks_like_agent` catches
+that, the user is retried once with a reminder, and a second slip is reported to the rollout.
+
+`ScriptedUser` is a deterministic, rule-based user built from the task, for tests and dry runs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from generators.prompts import (
+    AGENT_GREETING,
+    OUT_OF_SCOPE_TOKEN,
+    ROLE_REMINDER,
+    STOP_TOKEN,
+    TRANSFER_TOKEN,
+    user_system_prompt,
+)
+from schemas import (
+    ChatRequest,
+    ChatResponse,
+    Cost,
+    LLMClient,
+    Message,
+    SamplingParams,
+    Task,
+    TerminationReason,
+    derive_seed,
+)
+
+
+@dataclass(frozen=True)
+class UserTurn:
+    """One user message, the termination it asks for (if any), and what it cost."""
+
+    message: Message  # role="user"
+    stop: TerminationReason | None = None  # user_stop / transfer / out_of_scope
+    cost: Cost = Cost()
+    role_confused: bool = False  # still sounded like the agent after the retry
+
+
+class UserSimulator(Protocol):
+    """The customer: given the visible conversation (user/assistant text), say the next thing."""
+
+    async def reply(self, conversation: Sequence[Message], seed: int) -> UserTurn: ...
+
+
+# ---------------------------------------------------------------------------------------------
+# Pure checks
+
+
+def stop_reason(text: str) -> TerminationReason | None:
+    """The termination a user message asks for through its stop token, if any."""
+    if STOP_TOKEN in text:
+        return "user_stop"
+    if TRANSFER_TOKEN in text:
+        return "transfer"
+    if OUT_OF_SCOPE_TOKEN in text:
+        return "out_of_scope"
+    return None
+
+
+_AGENT_PHRASES = re.compile(
+    r"how (?:can|may|could) i (?:help|assist)"
+    r"|is there anything else i can"
+    r"|anything else i can (?:help|do)"
+    r"|i(?: have|'ve| have just| just)? (?:cancell?ed|canceled|modified|updated|processed|"
+    r"refunded|exchanged|changed|issued|initiated) (?:your|the)"
+    r"|let me (?:look|check) (?:that|this|it) up for you"
+    r"|thank you for contacting"
+    r"|<tool_call>|</tool_call>|\"arguments\"\s*:|\bfunctions\.\w+\(",
+    re.IGNORECASE,
+)
+
+
+def looks_like_agent(text: str) -> bool:
+    """Role-confusion check: the text sounds like the support agent, not the customer."""
+    return bool(_AGENT_PHRASES.search(text))
+
+
+def flip_roles(conversation: Sequence[Message]) -> list[Message]:
+    """The conversation as the user-LLM sees it: agent text is 'user', its own is 'assistant'."""
+    flipped = [Message(role="user", content=AGENT_GREETING)]
+    for m in conversation:
+        if not m.content:
+            continue
+        if m.role == "assistant":
+            flipped.append(Message(role="user", content=m.content))
+        elif m.role == "user":
+            flipped.append(Message(role="assistant", content=m.content))
+    return flipped
+
+
+def response_cost(response: ChatResponse) -> Cost:
+    """Cost of one LLM call, from the response's usage, latency and cache flag."""
+    return Cost(
+        llm_calls=1,
+        cached_calls=int(response.cached),
+        prompt_tokens=response.usage.prompt_tokens,
+        completion_tokens=response.usage.completion_tokens,
+        latency_s=response.latency_s,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# LLM user
+
+
+class LLMUser:
+    """Persona-conditioned simulated user backed by an LLM, bound to one task's scenario."""
+
+    def __init__(
+        self,
+        llm: LLMClient,
+        model: str,
+        task: Task,
+        sampling: SamplingParams | None = None,
+    ):
+        self._llm = llm
+        self._model = model
+        self._sampling = sampling or SamplingParams(temperature=0.7, max_tokens=200)
+        self._system = Message(role="system", content=user_system_prompt(task))
+
+    async def reply(self, conversation: Sequence[Message], seed: int) -> UserTurn:
+        messages = [self._system, *flip_roles(conversation)]
+        first = await self._ask(messages, seed)
+        cost = response_cost(first)
+        text = _user_text(first)
+        if not _confused(first, text):
+            return _turn(text, cost)
+        reminder = Message(role="system", content=ROLE_REMINDER)
+        second = await self._ask([*messages, reminder], derive_seed(seed, "role_reminder"))
+        cost = cost + response_cost(second)
+        text = _user_text(second)
+        return _turn(text, cost, role_confused=_confused(second, text))
+
+    async def _ask(self, messages: list[Message], seed: int) -> ChatResponse:
+        request = ChatRequest(
+            model=self._model, messages=tuple(messages), sampling=self._sampling, seed=seed
+        )
+        return await self._llm.complete(request)
+
+
+def _user_text(response: ChatResponse) -> str:
+    return (response.message.content or "").strip()
+
+
+def _confused(response: ChatResponse, text: str) -> bool:
+    """A user turn that calls tools, is empty, or sounds like the agent is out of role."""
+    return bool(response.message.tool_calls) or not text or looks_like_agent(text)
+
+
+def _turn(text: str, cost: Cost, role_confused: bool = False) -> UserTurn:
+    return UserTurn(
+        message=Message(role="user", content=text),
+        stop=stop_reason(text),
+        cost=cost,
+        role_confused=role_confused,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Scripted user
+
+_DONE = re.compile(
+    r"anything else|all set|all done|have a (?:great|nice|good) day|is now complete"
+    r"|has been completed|everything is done",
+    re.IGNORECASE,
+)
+_CONFIRM = re.compile(
+    r"\bconfirm\b|\(yes/no\)|\byes or no\b|shall i|should i|would you like me to|do you want me to"
+    r"|may i proceed|ok to proceed",
+    re.IGNORECASE,
+)
+_ASKING = re.compile(
+    r"\?|\bplease (?:provide|share|tell|give)|\bcould you\b|\bcan you\b", re.IGNORECASE
+)
+_STOPWORDS = frozenset({"the", "your", "you", "and", "for", "info", "information", "details"})
+
+
+def _label_words(label: str) -> set[str]:
+    words = {w for w in re.split(r"[^a-z0-9]+", label.lower()) if len(w) >= 2}
+    return words - _STOPWORDS
+
+
+def _mentions_any(text: str, words: set[str]) -> bool:
+    lowered = set(re.findall(r"[a-z0-9]+", text.lower()))
+    return bool(words & lowered)
+
+
+class ScriptedUser:
+    """Deterministic user built from the task's scenario; stateless (reads the conversation).
+
+    Opens with the reason for contact; answers questions from known info by keyword; says it
+    does not know unknown info; confirms with "yes" when asked to confirm; stops when the agent
+    says it is done.
+    """
+
+    def __init__(self, task: Task):
+        self._scenario = task.scenario
+
+    async def reply(self, conversation: Sequence[Message], seed: int) -> UserTurn:
+        return _turn(self.next_text(conversation), Cost())
+
+    def next_text(self, conversation: Sequence[Message]) -> str:
+        agent_texts = [m.content for m in conversation if m.role == "assistant" and m.content]
+        if not agent_texts:
+            return self._scenario.reason_for_contact
+        said = " ".join(m.content or "" for m in conversation if m.role == "user")
+        last = agent_texts[-1]
+        if _DONE.search(last):
+            return f"No, that's all. Thank you! {STOP_TOKEN}"
+        if _CONFIRM.search(last):
+            return "Yes, please go ahead."
+        asked = [
+            (label, value)
+            for label, value in self._scenario.known_info.items()
+            if _mentions_any(last, _label_words(label))
+        ]
+        if asked and _ASKING.search(last):
+            return " ".join(f"My {label.replace('_', ' ')} is {value}." for label, value in asked)
+        if _ASKING.search(last) and any(
+            _mentions_any(last, _label_words(item)) for item in self._scenario.unknown_info
+        ):
+            return "Sorry, I don't know that."
+        unrevealed = [(k, v) for k, v in self._scenario.known_info.items() if v not in said]
+        if unrevealed:
+            label, value = unrevealed[0]
+            return f"My {label.replace('_', ' ')} is {value}."
+        return "Could you please take care of my request?"

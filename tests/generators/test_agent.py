@@ -1,0 +1,32 @@
+import asyncio
+
+from generators.agent import LLMAgent, OracleAgent
+from pipelines.llm.scripted import ScriptedLLM
+from schemas import Message, SamplingParams, ToolCall
+
+
+def test_llm_agent_sends_tools_and_seed_and_reports_cost(toy_domain):
+    call = ToolCall(id="c1", name="get_account", arguments={"account_id": "#A1001"})
+    llm = ScriptedLLM(replies=[Message(role="assistant", tool_calls=(call,))])
+    agent = LLMAgent(llm, "teacher", SamplingParams(max_tokens=32))
+    history = [Message(role="system", content="policy"), Message(role="user", content="hi")]
+    turn = asyncio.run(agent.act(history, toy_domain.toolbox.specs, seed=5))
+    assert turn.message.tool_calls == (call,)
+    request = llm.requests[0]
+    assert request.model == "teacher" and request.seed == 5
+    assert {t.name for t in request.tools} == {"get_account", "deposit", "transfer_to_human_agents"}
+    assert request.sampling.max_tokens == 32 and turn.cost.llm_calls == 1
+
+
+def test_oracle_emits_gold_calls_in_order_then_states_outputs(toy_task, toy_domain):
+    oracle = OracleAgent(toy_task)
+    history = [Message(role="user", content="hi")]
+    names = []
+    for _ in toy_task.gold_actions:
+        turn = asyncio.run(oracle.act(history, toy_domain.toolbox.specs, seed=0))
+        (call,) = turn.message.tool_calls
+        names.append(call.name)
+        history += [turn.message, Message(role="tool", content="{}", tool_call_id=call.id)]
+    assert names == [a.name for a in toy_task.gold_actions]
+    final = asyncio.run(oracle.act(history, toy_domain.toolbox.specs, seed=0)).message
+    assert not final.tool_calls and "125.50" in final.content

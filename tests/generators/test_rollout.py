@@ -1,0 +1,132 @@
+import asyncio
+
+import pytest
+
+from generators.agent import AgentTurn, LLMAgent, OracleAgent
+from generators.rollout import run_rollout
+from generators.tooling import state_hash
+from generators.user import LLMUser, ScriptedUser, UserTurn
+from pipelines.llm.scripted import ScriptedLLM
+from schemas import LLMError, Message, Rejected, ToolCall
+
+
+def rollout(task, domain, agent, user, provenance, **kw):
+    return asyncio.run(run_rollout(task, domain, agent, user, seed=1, provenance=provenance, **kw))
+
+
+def assert_valid_tool_use(messages):
+    """Every assistant tool call is answered by tool messages with matching ids, in order."""
+    pending = []
+    for m in messages:
+        if m.role == "tool":
+            assert pending and m.tool_call_id == pending.pop(0)
+        else:
+            assert not pending, f"unanswered tool calls {pending}"
+            pending = [c.id for c in m.tool_calls]
+    assert not pending
+
+
+def test_oracle_rollout_reaches_gold_state_and_user_stop(toy_task, toy_domain, provenance):
+    traj = rollout(toy_task, toy_domain, OracleAgent(toy_task), ScriptedUser(toy_task), provenance)
+    assert traj.termination == "user_stop"
+    assert traj.final_state_hash == toy_task.gold_final_hash
+    assert traj.messages[0].role == "system" and toy_domain.policy in traj.messages[0].content
+    assert traj.messages[1].role == "user"
+    assert [s.call.name for s in traj.steps] == ["get_account", "deposit"]
+    assert traj.steps[1].mutating and any("balance" in d.path for d in traj.steps[1].state_diff)
+    assert_valid_tool_use(traj.messages)
+    assert traj.mode == "rollout" and traj.id != "pending"
+
+
+def test_malformed_tool_calls_become_error_observations(toy_task, toy_domain, provenance):
+    bad_json = ToolCall(id="c1", name="deposit", parse_error="Expecting value", raw_arguments="{")
+    unknown = ToolCall(id="c2", name="delete_everything", arguments={})
+    wrong_type = ToolCall(
+        id="c3", name="deposit", arguments={"account_id": "#A1001", "amount": "lots"}
+    )
+    good = [
+        ToolCall(id="c4", name="get_account", arguments={"account_id": "#A1001"}),
+        ToolCall(id="c5", name="deposit", arguments={"account_id": "#A1001", "amount": 25.5}),
+    ]
+    agent_llm = ScriptedLLM(
+        replies=[
+            Message(role="assistant", tool_calls=(bad_json, unknown)),
+            Message(role="assistant", tool_calls=(wrong_type,)),
+            Message(role="assistant", tool_calls=tuple(good)),
+            "Done: your balance is now $125.50. Anything else?",
+        ]
+    )
+    traj = rollout(
+        toy_task, toy_domain, LLMAgent(agent_llm, "teacher"), ScriptedUser(toy_task), provenance
+    )
+    assert traj.termination == "user_stop"
+    errors = [s.error for s in traj.steps[:3]]
+    assert all(e and e.startswith("Error:") for e in errors)
+    assert "could not parse" in errors[0] and "unknown tool" in errors[1]
+    assert "invalid arguments" in errors[2]
+    assert traj.final_state_hash == toy_task.gold_final_hash
+    assert_valid_tool_use(traj.messages)
+    assert traj.cost.llm_calls == 4
+
+
+def test_agent_never_sees_gold_and_seeds_are_derived(toy_task, toy_domain, provenance):
+    llm = ScriptedLLM(replies=["What is your account id?", "All done. Anything else?"])
+    rollout(toy_task, toy_domain, LLMAgent(llm, "t"), ScriptedUser(toy_task), provenance)
+    text = " ".join(r.model_dump_json() for r in llm.requests)
+    assert '"amount":25.5' not in text  # no gold arguments anywhere in the agent's requests
+    assert "125.50" not in text
+    assert len({r.seed for r in llm.requests}) == 2
+
+
+class SilentAgent:
+    async def act(self, messages, tools, seed):
+        return AgentTurn(Message(role="assistant", content="  "))
+
+
+class ChattyUser:
+    async def reply(self, conversation, seed):
+        return UserTurn(Message(role="user", content="hello?"))
+
+
+class TalkingAgent:
+    async def act(self, messages, tools, seed):
+        return AgentTurn(Message(role="assistant", content="Tell me more."))
+
+
+class LoopingAgent:
+    async def act(self, messages, tools, seed):
+        call = ToolCall(id="x", name="get_account", arguments={"account_id": "#A1001"})
+        return AgentTurn(Message(role="assistant", tool_calls=(call,)))
+
+
+def test_terminations(toy_task, toy_domain, provenance):
+    assert rollout(toy_task, toy_domain, SilentAgent(), ChattyUser(), provenance).termination == (
+        "agent_error"
+    )
+    traj = rollout(toy_task, toy_domain, TalkingAgent(), ChattyUser(), provenance, max_turns=3)
+    assert traj.termination == "max_turns" and sum(m.role == "user" for m in traj.messages) == 3
+    traj = rollout(toy_task, toy_domain, LoopingAgent(), ChattyUser(), provenance, max_steps=5)
+    assert traj.termination == "max_steps" and len(traj.steps) == 5
+    assert len({s.call.id for s in traj.steps}) == 5  # repeated ids made unique
+    assert_valid_tool_use(traj.messages)
+
+
+def test_transfer_tool_ends_rollout(toy_task, toy_domain, provenance):
+    call = ToolCall(id="t", name="transfer_to_human_agents", arguments={"summary": "help"})
+    llm = ScriptedLLM(replies=[Message(role="assistant", tool_calls=(call,))])
+    traj = rollout(toy_task, toy_domain, LLMAgent(llm, "t"), ScriptedUser(toy_task), provenance)
+    assert traj.termination == "transfer"
+    assert traj.final_state_hash == state_hash(toy_domain.initial_state(toy_task.initial_state))
+
+
+def test_llm_error_propagates(toy_task, toy_domain, provenance):
+    llm = ScriptedLLM(replies=[])
+    with pytest.raises(LLMError):
+        rollout(toy_task, toy_domain, LLMAgent(llm, "t"), ScriptedUser(toy_task), provenance)
+
+
+def test_persistent_user_role_confusion_is_rejected(toy_task, toy_domain, provenance):
+    user = LLMUser(ScriptedLLM(replies=["How can I help?", "How may I assist you?"]), "u", toy_task)
+    with pytest.raises(Rejected) as err:
+        rollout(toy_task, toy_domain, OracleAgent(toy_task), user, provenance)
+    assert err.value.reason == "role_confusion"

@@ -1,0 +1,118 @@
+import asyncio
+
+import pytest
+
+from generators.prompts import AGENT_GREETING, ROLE_REMINDER, STOP_TOKEN
+from generators.user import LLMUser, ScriptedUser, flip_roles, looks_like_agent, stop_reason
+from pipelines.llm.scripted import ScriptedLLM
+from schemas import Message, ToolCall
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Hello! How can I help you today?",
+        "How may I assist you?",
+        "I have cancelled your order #W123.",
+        "I've updated the address on your order.",
+        'Sure: <tool_call>{"name": "cancel_order", "arguments": {}}</tool_call>',
+        '{"name": "get_order", "arguments": {"order_id": "#W1"}}',
+        "Is there anything else I can help you with?",
+    ],
+)
+def test_agent_like_text_is_role_confusion(text):
+    assert looks_like_agent(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Hi, I want to cancel my order #W123.",
+        "My email is ann@example.com.",
+        "Can you help me with a refund?",
+        "Yes, please go ahead.",
+        "Thanks, that's all. ###STOP###",
+    ],
+)
+def test_customer_text_is_not_role_confusion(text):
+    assert not looks_like_agent(text)
+
+
+def test_stop_reason_tokens():
+    assert stop_reason("done ###STOP###") == "user_stop"
+    assert stop_reason("###TRANSFER###") == "transfer"
+    assert stop_reason("###OUT-OF-SCOPE###") == "out_of_scope"
+    assert stop_reason("thanks") is None
+
+
+def test_flip_roles_puts_agent_text_as_user_and_skips_tool_traffic():
+    conversation = [
+        Message(role="user", content="hi"),
+        Message(role="assistant", content=None, tool_calls=(ToolCall(id="c", name="x"),)),
+        Message(role="assistant", content="Your email?"),
+    ]
+    flipped = flip_roles(conversation)
+    assert [(m.role, m.content) for m in flipped] == [
+        ("user", AGENT_GREETING),
+        ("assistant", "hi"),
+        ("user", "Your email?"),
+    ]
+
+
+def test_llm_user_prompt_carries_persona_and_scenario(toy_task):
+    llm = ScriptedLLM(replies=["I want to deposit money."])
+    turn = run(LLMUser(llm, "m", toy_task).reply([], seed=3))
+    assert turn.message.role == "user" and turn.stop is None and not turn.role_confused
+    system = llm.requests[0].messages[0].content
+    assert toy_task.persona.name in system and "Short and direct." in system
+    assert "#A1001" in system and "the current balance" in system and STOP_TOKEN in system
+    assert llm.requests[0].seed == 3 and llm.requests[0].tools == ()
+    assert turn.cost.llm_calls == 1
+
+
+def test_llm_user_retries_once_with_reminder_then_recovers(toy_task):
+    llm = ScriptedLLM(replies=["How can I help you today?", "I need to deposit money."])
+    turn = run(LLMUser(llm, "m", toy_task).reply([], seed=1))
+    assert turn.message.content == "I need to deposit money." and not turn.role_confused
+    assert llm.requests[1].messages[-1].content == ROLE_REMINDER
+    assert llm.requests[0].seed != llm.requests[1].seed
+    assert turn.cost.llm_calls == 2
+
+
+def test_llm_user_marks_persistent_role_confusion(toy_task):
+    call = Message(role="assistant", tool_calls=(ToolCall(id="a", name="deposit"),))
+    llm = ScriptedLLM(replies=[call, "I have cancelled your order."])
+    turn = run(LLMUser(llm, "m", toy_task).reply([], seed=1))
+    assert turn.role_confused
+
+
+def test_llm_user_stop_token_ends(toy_task):
+    llm = ScriptedLLM(replies=["Great, thanks! ###STOP###"])
+    conversation = [Message(role="user", content="hi"), Message(role="assistant", content="done")]
+    assert run(LLMUser(llm, "m", toy_task).reply(conversation, seed=1)).stop == "user_stop"
+
+
+def _said(user, *agent_texts):
+    conversation = [Message(role="user", content="hello")]
+    for text in agent_texts:
+        conversation.append(Message(role="assistant", content=text))
+    return user.next_text(conversation)
+
+
+def test_scripted_user_opens_with_reason_and_answers_by_keyword(toy_task):
+    user = ScriptedUser(toy_task)
+    assert user.next_text([]) == toy_task.scenario.reason_for_contact
+    assert "ann@example.com" in _said(user, "What is your email address?")
+    assert "#A1001" in _said(user, "Could you give me the account id?")
+    assert _said(user, "What is the current balance you expect?") == "Sorry, I don't know that."
+
+
+def test_scripted_user_confirms_and_stops(toy_task):
+    user = ScriptedUser(toy_task)
+    assert _said(user, "I will deposit 25.50. Do you confirm (yes/no)?").startswith("Yes")
+    reply = run(user.reply([Message(role="assistant", content="All done. Anything else?")], 0))
+    assert reply.stop == "user_stop"

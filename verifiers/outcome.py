@@ -1,0 +1,99 @@
+"""Programmatic outcome verification of a trajectory against its task's gold plan.
+
+The state is the only truth: the trajectory's tool calls are replayed, in order, through the
+domain's toolbox on a fresh initial state, and the gold actions on another; the two final hashes
+must agree. The agent must also have told the user every expected output, and the conversation
+must have ended the right way. A replayed hash that differs from the trajectory's recorded one
+means the record itself is corrupt (edited, or produced by different tools) and never passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from generators.entities import mentions_value
+from generators.tooling import Domain, state_hash
+from schemas import (
+    GoldAction,
+    InitialState,
+    OutcomeResult,
+    RejectionReason,
+    TerminationReason,
+    ToolCall,
+    Trajectory,
+)
+
+OK_TERMINATIONS: frozenset[TerminationReason] = frozenset({"user_stop", "blueprint_complete"})
+
+
+def replay_hash(domain: Domain, init: InitialState, calls: Iterable[ToolCall]) -> str:
+    """Final state hash after executing `calls` in order on a fresh initial state."""
+    state = domain.initial_state(init)
+    for call in calls:
+        domain.toolbox.execute(state, call)
+    return state_hash(state)
+
+
+def gold_calls(actions: Iterable[GoldAction]) -> list[ToolCall]:
+    """The gold plan as tool calls, so it runs through the same boundary as the agent's."""
+    return [
+        ToolCall(id=f"gold_{i}", name=a.name, arguments=a.arguments) for i, a in enumerate(actions)
+    ]
+
+
+def missing_outputs(trajectory: Trajectory) -> tuple[str, ...]:
+    """Expected outputs that no assistant text message states (numbers compared by value)."""
+    texts = [m.content for m in trajectory.messages if m.role == "assistant" and m.content]
+    return tuple(
+        out
+        for out in trajectory.task.expected_outputs
+        if not any(mentions_value(text, out) for text in texts)
+    )
+
+
+def verify_outcome(trajectory: Trajectory, domain: Domain) -> OutcomeResult:
+    """Replay, compare with gold, check outputs and termination; `reason` names what failed."""
+    task = trajectory.task
+    actual = replay_hash(domain, task.initial_state, trajectory.tool_calls())
+    expected = replay_hash(domain, task.initial_state, gold_calls(task.gold_actions))
+    missing = missing_outputs(trajectory)
+    termination_ok = trajectory.termination in OK_TERMINATIONS
+    state_match = actual == expected
+    problems = []
+    if actual != trajectory.final_state_hash:
+        problems.append(
+            f"corrupt_trajectory: replayed hash {actual[:12]} != recorded final_state_hash "
+            f"{trajectory.final_state_hash[:12]}"
+        )
+    if expected != task.gold_final_hash:
+        problems.append(
+            f"corrupt_task: gold replay hash {expected[:12]} != task.gold_final_hash "
+            f"{task.gold_final_hash[:12]}"
+        )
+    if not state_match:
+        problems.append(f"state_mismatch: final state {actual[:12]} != gold {expected[:12]}")
+    if missing:
+        problems.append(f"outputs_not_communicated: {', '.join(missing)}")
+    if not termination_ok:
+        problems.append(f"bad_termination: {trajectory.termination}")
+    return OutcomeResult(
+        passed=not problems,
+        state_match=state_match,
+        outputs_communicated=not missing,
+        termination_ok=termination_ok,
+        expected_hash=expected,
+        actual_hash=actual,
+        missing_outputs=missing,
+        reason="; ".join(problems) if problems else "passed",
+    )
+
+
+def rejection_reason(result: OutcomeResult) -> RejectionReason | None:
+    """The typed rejection reason for a failed outcome (first failing component), or None."""
+    if result.passed:
+        return None
+    if not result.state_match or result.reason.startswith("corrupt"):
+        return "state_mismatch"
+    if not result.outputs_communicated:
+        return "outputs_not_communicated"
+    return "bad_termination"
