@@ -222,7 +222,7 @@ def _swap_goal(
             f"In order {order.order_id}, {verb} {wishes}. Use your {_payment(pm)} for any price "
             "difference, and ask what the price difference is."
         ),
-        reason="change items in an order" if modify else "exchange delivered items",
+        reason="change items in an order" if modify else "exchange items you received",
         known_info={
             f"order to {verb} items in ({order.order_id})": order.order_id,
             f"items to {verb} in {order.order_id}": wishes,
@@ -327,7 +327,7 @@ def _return(state: RetailState, user: User, rng: random.Random, claimed: frozens
             f"Return these items from order {order.order_id}: {items}. Get the refund on your "
             f"{_payment(pm)}, and ask how much the refund is."
         ),
-        reason="return delivered items",
+        reason="return items you received",
         known_info={
             f"order to return items from ({order.order_id})": order.order_id,
             f"items to return from {order.order_id}": items,
@@ -456,30 +456,62 @@ def _run(toolbox: Toolbox, state: RetailState, actions: Sequence[GoldAction]) ->
 
 
 def _plan_user(
-    toolbox: Toolbox, state: RetailState, user_id: str, complexity: int, rng: random.Random
+    toolbox: Toolbox,
+    state: RetailState,
+    user_id: str,
+    types: Sequence[str],
+    complexity: int,
+    rng: random.Random,
 ) -> _Plan | None:
-    """Up to `complexity` feasible sub-goals for one user, each executed before the next."""
+    """Up to `complexity` feasible sub-goals for one user, the first of type `types[0]`.
+
+    Each sub-goal is executed on the working copy before the next is built, so later ones see
+    earlier effects. None when the first type is infeasible for this user.
+    """
     work = state.model_copy(deep=True)
     auth, known_auth = _auth(work.users[user_id], rng)
     if not _run(toolbox, work, auth):
         return None
-    types = list(SUBGOAL_BUILDERS)
-    rng.shuffle(types)
     goals: list[SubGoal] = []
     for task_type in types:
         if len(goals) == complexity:
             break
         claimed = frozenset(g.claim for g in goals)
         goal = SUBGOAL_BUILDERS[task_type](work, work.users[user_id], rng, claimed)
-        if goal is None:
-            continue
         trial = work.model_copy(deep=True)
-        if _run(toolbox, trial, goal.actions):
+        if goal is not None and _run(toolbox, trial, goal.actions):
             work = trial
             goals.append(goal)
-    if not goals:
-        return None
-    return _Plan(state.users[user_id], auth, known_auth, tuple(goals))
+        elif not goals:
+            return None  # the intended first sub-goal is what this task is about
+    return _Plan(state.users[user_id], auth, known_auth, tuple(goals)) if goals else None
+
+
+def _best_plan(
+    toolbox: Toolbox, state: RetailState, complexity: int, rng: random.Random
+) -> _Plan | None:
+    """Pick the leading task type uniformly (so types are balanced), then a user who can do it.
+
+    The first user reaching `complexity` sub-goals wins, else the one with the most. A leading
+    type no user can do (no delivered orders at all, say) passes to the next type.
+    """
+    leading = list(SUBGOAL_BUILDERS)
+    rng.shuffle(leading)
+    user_ids = sorted(state.users)
+    rng.shuffle(user_ids)
+    for first in leading:
+        rest = [t for t in SUBGOAL_BUILDERS if t != first]
+        best: _Plan | None = None
+        for user_id in user_ids:
+            rng.shuffle(rest)
+            plan = _plan_user(toolbox, state, user_id, [first, *rest], complexity, rng)
+            if plan is not None and (best is None or len(plan.goals) > len(best.goals)):
+                best = plan
+            if best is not None and len(best.goals) == complexity:
+                return best
+        if best is not None:
+            return best
+    return None
 
 
 def _instructions(plan: _Plan, persona: Persona) -> str:
@@ -529,22 +561,15 @@ def synthesize_task(
 ) -> Task:
     """A retail task for `persona` over the world generated from `seed`, or TaskRejected.
 
-    Users are tried in a seeded order; the first that supports the sampled number of sub-goals
-    wins, else the user with the most feasible sub-goals (complexity then says what it really is).
+    The leading task type is uniform over types; users are tried in a seeded order and the first
+    that supports the sampled number of sub-goals wins, else the one with the most feasible
+    sub-goals (the intent's complexity then says what the task really has).
     """
     rng = random.Random(derive_seed(seed, persona.id, DOMAIN_NAME, "synthesize_task"))
     init = InitialState(seed=seed)
     state = initial_state(init)
     complexity = rng.choice(COMPLEXITIES)
-    user_ids = sorted(state.users)
-    rng.shuffle(user_ids)
-    best: _Plan | None = None
-    for user_id in user_ids:
-        plan = _plan_user(toolbox, state, user_id, complexity, rng)
-        if plan is not None and (best is None or len(plan.goals) > len(best.goals)):
-            best = plan
-        if best is not None and len(best.goals) == complexity:
-            break
+    best = _best_plan(toolbox, state, complexity, rng)
     if best is None:
         raise TaskRejected("no_feasible_task", f"no user of world {seed} has a feasible sub-goal")
     actions = best.auth + tuple(a for g in best.goals for a in g.actions)
