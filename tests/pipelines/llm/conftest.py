@@ -23,3 +23,18 @@ def stub_server() -> Iterator[Any]:
     for server in servers:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture(scope="session")
+def local_llm():
+    """The embedded model, loaded once per test session (skipped when the wheel is absent)."""
+    from pipelines.llm.local import LocalLLM, default_model_dir
+    from schemas import LLMError
+
+    try:
+        default_model_dir()
+    except LLMError as exc:
+        pytest.skip(str(exc))
+    llm = LocalLLM(max_batch_size=4)
+    llm.load()
+    return llm

