@@ -100,6 +100,12 @@ def test_verified_pairs_filter_by_threshold():
     assert verified_pairs_in_bucket(members, 0.8) == [("a", "b")]
 
 
+def test_verify_threshold_has_a_margin_below_the_definition():
+    params = LSHParams(threshold=0.8, margin=0.05)
+    assert params.verify_threshold == pytest.approx(0.75)
+    assert params.bands * params.rows <= params.num_perm
+
+
 def test_near_dup_index_finds_planted_pairs_and_keeps_distinct():
     index = NearDupIndex(LSHParams())
     planted = set()
