@@ -55,7 +55,8 @@ def _replay_hashes(domain: Domain, task: Task) -> list[str]:
     """State hash before any action and after each gold action, on one fresh state.
 
     A prefix's end state is the state after that many actions of the same replay (tools are
-    deterministic), so one pass answers every prefix question.
+    deterministic), so one pass answers every prefix question. Only state-mutating tools are
+    rehashed (reads keep the previous hash); the last entry is always a fresh hash.
     """
     state = domain.initial_state(task.initial_state)
     hashes = [state_hash(state)]
@@ -68,7 +69,8 @@ def _replay_hashes(domain: Domain, task: Task) -> list[str]:
                 f"gold action {i} {action.name} failed: {result.observation}",
                 task,
             )
-        hashes.append(state_hash(state))
+        hashes.append(state_hash(state) if result.mutating else hashes[-1])
+    hashes[-1] = state_hash(state)
     return hashes
 
 

@@ -139,12 +139,42 @@ def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:
         out[prefix] = value
 
 
+def _flatten_changed(x: Any, y: Any, prefix: str, a: dict[str, Any], b: dict[str, Any]) -> None:
+    """Flatten only the subtrees where `x` and `y` differ (equal subtrees are skipped whole).
+
+    Gives the same changed leaves as flattening both states, without walking the unchanged
+    bulk of a large state on every write.
+    """
+    if x == y:
+        return
+    if isinstance(x, dict) and isinstance(y, dict) and x and y:
+        for k in x.keys() | y.keys():
+            path = f"{prefix}.{k}" if prefix else str(k)
+            if k in x and k in y:
+                _flatten_changed(x[k], y[k], path, a, b)
+            elif k in x:
+                _flatten(x[k], path, a)
+            else:
+                _flatten(y[k], path, b)
+    elif isinstance(x, list) and isinstance(y, list) and x and y:
+        for i in range(max(len(x), len(y))):
+            path = f"{prefix}[{i}]"
+            if i < len(x) and i < len(y):
+                _flatten_changed(x[i], y[i], path, a, b)
+            elif i < len(x):
+                _flatten(x[i], path, a)
+            else:
+                _flatten(y[i], path, b)
+    else:
+        _flatten(x, prefix, a)
+        _flatten(y, prefix, b)
+
+
 def state_diff(before: dict[str, Any], after: dict[str, Any]) -> tuple[DiffEntry, ...]:
     """Changed leaves between two dumped states, as sorted (path, before, after) entries."""
     a: dict[str, Any] = {}
     b: dict[str, Any] = {}
-    _flatten(before, "", a)
-    _flatten(after, "", b)
+    _flatten_changed(before, after, "", a, b)
     paths = sorted(set(a) | set(b))
     return tuple(
         DiffEntry(path=p, before=a.get(p), after=b.get(p)) for p in paths if a.get(p) != b.get(p)
@@ -231,13 +261,16 @@ class Toolbox:
                 (),
                 spec.mutates_state,
             )
-        before = state.model_dump(mode="json")
+        # Only mutating tools need the snapshot (to undo a failed call and to diff); skipping it
+        # for reads halves the cost of a typical rollout step on a large state.
+        before = state.model_dump(mode="json") if spec.mutates_state else None
         try:
             result = self._functions[call.name](state, **dict(args))
         except ToolError as err:
-            _restore(state, before)
+            if before is not None:
+                _restore(state, before)
             return ToolExecution(f"Error: {err}", "tool_error", (), spec.mutates_state)
-        diff = state_diff(before, state.model_dump(mode="json")) if spec.mutates_state else ()
+        diff = state_diff(before, state.model_dump(mode="json")) if before is not None else ()
         return ToolExecution(_render_result(result), None, diff, spec.mutates_state)
 
 

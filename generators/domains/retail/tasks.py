@@ -446,6 +446,11 @@ def _auth(user: User, rng: random.Random) -> tuple[tuple[GoldAction, ...], dict[
     return (find, _act("get_user_details", user_id=user.user_id)), known
 
 
+def _copy(state: RetailState) -> RetailState:
+    """An independent copy; a JSON round trip is about 3x faster than a pydantic deep copy."""
+    return RetailState.model_validate_json(state.model_dump_json())
+
+
 def _run(toolbox: Toolbox, state: RetailState, actions: Sequence[GoldAction]) -> bool:
     """Execute actions in place; False at the first error (the caller discards the copy)."""
     for i, action in enumerate(actions):
@@ -468,22 +473,23 @@ def _plan_user(
     Each sub-goal is executed on the working copy before the next is built, so later ones see
     earlier effects. None when the first type is infeasible for this user.
     """
-    work = state.model_copy(deep=True)
-    auth, known_auth = _auth(work.users[user_id], rng)
-    if not _run(toolbox, work, auth):
+    user = state.users[user_id]
+    first = SUBGOAL_BUILDERS[types[0]](state, user, rng, frozenset())
+    if first is None:  # decided on the untouched state: the auth reads change nothing
         return None
-    goals: list[SubGoal] = []
-    for task_type in types:
+    work = _copy(state)
+    auth, known_auth = _auth(user, rng)
+    if not (_run(toolbox, work, auth) and _run(toolbox, work, first.actions)):
+        return None
+    goals: list[SubGoal] = [first]
+    for task_type in types[1:]:
         if len(goals) == complexity:
             break
         claimed = frozenset(g.claim for g in goals)
         goal = SUBGOAL_BUILDERS[task_type](work, work.users[user_id], rng, claimed)
-        trial = work.model_copy(deep=True)
-        if goal is not None and _run(toolbox, trial, goal.actions):
-            work = trial
+        # Each sub-goal has reads then one write; a failed write leaves `work` unchanged.
+        if goal is not None and _run(toolbox, work, goal.actions):
             goals.append(goal)
-        elif not goals:
-            return None  # the intended first sub-goal is what this task is about
     return _Plan(state.users[user_id], auth, known_auth, tuple(goals)) if goals else None
 
 
@@ -549,7 +555,7 @@ def gold_final_hash(
     toolbox: Toolbox, initial: RetailState, actions: Sequence[GoldAction]
 ) -> str | None:
     """Hash after replaying the gold plan on a copy of `initial` (None if any action fails)."""
-    state = initial.model_copy(deep=True)
+    state = _copy(initial)
     return state_hash(state) if _run(toolbox, state, actions) else None
 
 

@@ -1,0 +1,155 @@
+"""Retail task synthesis: grounded gold plans, honest scenarios, balanced coverage."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+
+import pytest
+
+from generators.domains import DOMAINS, get_domain
+from generators.domains.retail import tasks
+from generators.domains.retail.data_model import RetailState
+from generators.personas import sample_persona
+from generators.tooling import TaskRejected, state_hash
+from schemas import InitialState, StatePatch, TaskType, ToolCall
+
+DOMAIN = get_domain("retail")
+INTERNAL_ID = re.compile(r"(credit_card|gift_card|paypal)_\d{7}|\b\d{10}\b|[a-z]+_[a-z]+_\d{4}")
+
+
+def synth(seed: int):
+    return DOMAIN.synthesize_task(sample_persona(seed), seed)
+
+
+def replay(task):
+    """Observations of the gold plan on a fresh state, and the final state."""
+    state = DOMAIN.initial_state(task.initial_state)
+    observations = []
+    for i, action in enumerate(task.gold_actions):
+        out = DOMAIN.toolbox.execute(
+            state, ToolCall(id=str(i), name=action.name, arguments=action.arguments)
+        )
+        assert out.error is None, out.observation
+        observations.append(out.observation)
+    return observations, state
+
+
+def test_get_domain_and_unknown_domain():
+    assert DOMAIN.name == "retail" and set(DOMAINS) == {"retail"}
+    assert "## Authentication" in DOMAIN.policy and "explicit confirmation" in DOMAIN.policy
+    assert {s.name for s in DOMAIN.toolbox.specs} >= {"cancel_pending_order", "calculate"}
+    with pytest.raises(KeyError, match="known domains: retail"):
+        get_domain("airline")
+
+
+def test_initial_state_applies_patches():
+    plain = DOMAIN.initial_state(InitialState(seed=4))
+    order_id = sorted(plain.orders)[0]
+    patched = DOMAIN.initial_state(
+        InitialState(
+            seed=4, patches=(StatePatch(path=f"orders.{order_id}.status", value="cancelled"),)
+        )
+    )
+    assert isinstance(patched, RetailState)
+    assert patched.orders[order_id].status == "cancelled"
+    assert state_hash(DOMAIN.initial_state(InitialState(seed=4))) == state_hash(plain)
+
+
+def test_synthesis_is_deterministic_per_persona_and_seed():
+    assert synth(8) == synth(8)
+    other = DOMAIN.synthesize_task(sample_persona(9), 8)
+    assert other.id != synth(8).id
+    assert other.initial_state == synth(8).initial_state  # same world, another persona's task
+
+
+@pytest.fixture(scope="module")
+def many_tasks():
+    """One shared batch of tasks (synthesis is the slow part of these tests)."""
+    return [synth(seed) for seed in range(90)]
+
+
+@pytest.mark.parametrize("seed", range(0, 60, 6))
+def test_task_shape_and_gold_plan(seed):
+    task = synth(seed)
+    assert task.domain == "retail" and task.persona.id == task.intent.persona_id
+    assert 1 <= task.intent.complexity == len(task.intent.task_types) <= 3
+    first, second = task.gold_actions[:2]
+    assert first.name in ("find_user_id_by_email", "find_user_id_by_name_zip")
+    assert second.name == "get_user_details"
+    observations, final = replay(task)
+    assert observations[0] == second.arguments["user_id"]
+    assert state_hash(final) == task.gold_final_hash
+    scenario = task.scenario
+    assert "###STOP###" in scenario.instructions
+    assert "name" in scenario.known_info
+    assert ("email" in scenario.known_info) != ("zip code" in scenario.known_info)
+
+
+def test_scenarios_hold_no_internal_ids(many_tasks):
+    for task in many_tasks:
+        s = task.scenario
+        parts = [s.reason_for_contact, s.instructions, *s.unknown_info, *s.known_info.values()]
+        match = INTERNAL_ID.search("\n".join(parts))
+        assert match is None, (match, task.intent.task_types)
+
+
+def _numbers(text: str) -> set[float]:
+    return {abs(round(float(x), 2)) for x in re.findall(r"-?\d+(?:\.\d+)?", text)}
+
+
+def test_expected_outputs_are_grounded_in_tool_results(many_tasks):
+    """Every value the agent must tell the user appears in some gold tool observation."""
+    for task in many_tasks[::3]:
+        observations, _ = replay(task)
+        seen = "\n".join(observations)
+        for output in task.expected_outputs:
+            if re.fullmatch(r"\d+\.\d{2}", output):
+                assert float(output) in _numbers(seen), (output, task.intent.task_types)
+            else:
+                assert output in seen
+
+
+def test_return_refund_matches_tool_result(many_tasks):
+    returns = [t for t in many_tasks if t.intent.task_types == ("return_items",)]
+    assert returns
+    for task in returns:
+        observations, _ = replay(task)
+        write = next(
+            json.loads(o)
+            for a, o in zip(task.gold_actions, observations, strict=True)
+            if a.name == "return_delivered_order_items"
+        )
+        assert task.expected_outputs == (f"{write['refund_amount']:.2f}",)
+        assert write["status"] == "return requested"
+
+
+def test_every_task_type_is_synthesized_and_leading_types_are_balanced(many_tasks):
+    leading = Counter(t.intent.task_types[0] for t in many_tasks)
+    seen = {tt for t in many_tasks for tt in t.intent.task_types}
+    assert seen == set(TaskType.__args__)
+    assert set(leading) == set(TaskType.__args__)
+    assert max(leading.values()) <= 3 * len(many_tasks) / 9, leading
+    assert Counter(t.intent.complexity for t in many_tasks).keys() == {1, 2, 3}
+
+
+def test_write_tasks_change_state_and_read_only_tasks_have_outputs(many_tasks):
+    kinds = Counter()
+    for task in many_tasks[:40]:
+        initial_hash = state_hash(DOMAIN.initial_state(task.initial_state))
+        writes = [a for a in task.gold_actions if DOMAIN.toolbox.spec(a.name).kind == "write"]
+        if writes:
+            assert task.gold_final_hash != initial_hash
+            kinds["write"] += 1
+        else:
+            assert task.expected_outputs and task.gold_final_hash == initial_hash
+            kinds["read"] += 1
+    assert kinds["write"] and kinds["read"]
+
+
+def test_no_feasible_task_is_rejected():
+    empty = RetailState(users={}, products={}, orders={})
+    with pytest.raises(TaskRejected) as err:
+        tasks.synthesize_task(DOMAIN.toolbox, lambda init: empty, sample_persona(1), 1)
+    assert err.value.reason == "no_feasible_task"
