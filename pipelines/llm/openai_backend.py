@@ -73,8 +73,9 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
 class OpenAIBackend:
     """`LLMClient` over an OpenAI-compatible `/chat/completions` endpoint.
 
-    The key comes from `api_key` or `$OPENAI_API_KEY` (a dummy one when only a base URL is
-    given); it is held in memory for the client and dropped when the backend is pickled.
+    The key comes from `api_key` or the environment variable `api_key_env` (a dummy one when
+    only a base URL is given); it is held in memory for the client and never pickled: an
+    unpickled backend reads the environment again.
     """
 
     def __init__(
@@ -82,6 +83,7 @@ class OpenAIBackend:
         model: str,
         base_url: str | None = None,
         api_key: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
         timeout_s: float = 60.0,
         max_retries: int = 6,
         backoff_base_s: float = 0.5,
@@ -99,20 +101,21 @@ class OpenAIBackend:
         self.retry_after_max_s = retry_after_max_s
         self.max_connections = max_connections
         self.stats = stats if stats is not None else CallStats()
+        self.api_key_env = api_key_env
         self._api_key = self._resolve_key(api_key)
         self._client: openai.AsyncOpenAI | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._jitter = random.Random()
 
     def _resolve_key(self, api_key: str | None) -> str:
-        key = api_key or os.environ.get("OPENAI_API_KEY")
+        key = api_key or os.environ.get(self.api_key_env)
         if key:
             return key
         if self.base_url:
             return LOCAL_SERVER_DUMMY_KEY
         raise LLMError(
-            f"openai backend (model {self.model!r}): no API key; set OPENAI_API_KEY, or a base "
-            "URL (OPENAI_BASE_URL) for a local server that needs none"
+            f"openai backend (model {self.model!r}): no API key; set {self.api_key_env}, or a "
+            "base URL (OPENAI_BASE_URL) for a local server that needs none"
         )
 
     @property

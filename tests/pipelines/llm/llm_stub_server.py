@@ -46,6 +46,8 @@ class StubChatServer:
 
     script: list[Reply]
     requests: list[dict[str, Any]] = field(default_factory=list)
+    in_flight: int = 0
+    max_in_flight: int = 0  # the most requests the server held at once
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -56,8 +58,14 @@ class StubChatServer:
     def next_reply(self, body: dict[str, Any]) -> Reply:
         with self._lock:
             self.requests.append(body)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
             index = min(len(self.requests), len(self.script)) - 1
             return self.script[index]
+
+    def done(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
 
 
 def _handler_for(stub: StubChatServer) -> type[BaseHTTPRequestHandler]:
@@ -81,6 +89,8 @@ def _handler_for(stub: StubChatServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(payload)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client timed out and left
+            finally:
+                stub.done()
 
         def log_message(self, *args: Any) -> None:
             pass
@@ -93,5 +103,5 @@ def start_stub_server(script: Sequence[Reply]) -> tuple[StubChatServer, str, Thr
     stub = StubChatServer(script=list(script))
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(stub))
     server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     return stub, f"http://127.0.0.1:{server.server_address[1]}/v1", server

@@ -113,16 +113,15 @@ def test_hung_response_is_retried_then_fails(stub_server):
 
 
 def test_many_concurrent_calls_on_one_loop(stub_server):
-    stub, url = stub_server([Reply(body=chat_body("ok"), delay_s=0.05)])
+    stub, url = stub_server([Reply(body=chat_body("ok"), delay_s=0.3)])
     client = backend(url)
 
     async def run_all():
         return await asyncio.gather(*(client.complete(REQUEST) for _ in range(64)))
 
-    started = time.perf_counter()
     responses = asyncio.run(run_all())
     assert len(responses) == 64 and stub.count == 64
-    assert time.perf_counter() - started < 2.0  # concurrent, not 64 x 50 ms in series
+    assert stub.max_in_flight >= 32  # concurrent on one loop, not one at a time
 
 
 def test_retry_after_parsing_and_pickling_drops_key(monkeypatch):

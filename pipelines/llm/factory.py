@@ -1,0 +1,122 @@
+"""Backend configs (one discriminated union on `kind`) and the one place clients are built.
+
+Configs are data (frozen, no unknown keys) so a build config can be hashed and recorded; API
+keys never appear in them, only the name of the environment variable that holds one.
+`build_client` wraps every backend the same way: the cache (when given) inside accounting, so
+`client.stats` counts cache hits as well as paid calls.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from pipelines.llm.accounting import AccountingLLM, CallStats
+from pipelines.llm.cache import CachedLLM, ResponseCache
+from pipelines.llm.local import LOCAL_MODEL_NAME
+from pipelines.llm.responders import RESPONDERS
+from schemas import LLMClient, LLMError
+
+
+class _BackendConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class OpenAIBackendConfig(_BackendConfig):
+    kind: Literal["openai"] = "openai"
+    model: str
+    base_url: str | None = None  # None: $OPENAI_BASE_URL, else the OpenAI API
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=6, ge=0)
+    backoff_base_s: float = Field(default=0.5, ge=0)
+    backoff_max_s: float = Field(default=30.0, ge=0)
+    max_connections: int = Field(default=1000, ge=1)
+
+
+class LocalBackendConfig(_BackendConfig):
+    kind: Literal["local"] = "local"
+    max_batch_size: int = Field(default=8, ge=1)
+    batch_window_ms: float = Field(default=5.0, ge=0)
+
+
+class ScriptedBackendConfig(_BackendConfig):
+    kind: Literal["scripted"] = "scripted"
+    responder: str
+
+    @field_validator("responder")
+    @classmethod
+    def _known_responder(cls, name: str) -> str:
+        if name not in RESPONDERS:
+            raise ValueError(f"unknown responder {name!r}; known: {', '.join(sorted(RESPONDERS))}")
+        return name
+
+
+class VLLMBackendConfig(_BackendConfig):
+    kind: Literal["vllm"] = "vllm"
+    model: str
+    dtype: str = "auto"
+    max_model_len: int | None = Field(default=None, ge=1)
+    gpu_memory_utilization: float = Field(default=0.9, gt=0, le=1)
+    tensor_parallel_size: int = Field(default=1, ge=1)
+    max_batch_size: int = Field(default=256, ge=1)
+
+
+BackendConfig = Annotated[
+    OpenAIBackendConfig | LocalBackendConfig | ScriptedBackendConfig | VLLMBackendConfig,
+    Field(discriminator="kind"),
+]
+
+
+def model_name(cfg: BackendConfig) -> str:
+    """The model name recorded in provenance for this backend."""
+    if isinstance(cfg, OpenAIBackendConfig | VLLMBackendConfig):
+        return cfg.model
+    if isinstance(cfg, LocalBackendConfig):
+        return LOCAL_MODEL_NAME
+    return f"scripted:{cfg.responder}"
+
+
+def build_client(
+    cfg: BackendConfig, cache: ResponseCache | None = None, stats: CallStats | None = None
+) -> AccountingLLM:
+    """The backend for `cfg`, behind the cache (if any) and accounting (`.stats`)."""
+    stats = stats if stats is not None else CallStats()
+    inner: LLMClient = _build_backend(cfg, stats)
+    if cache is not None:
+        inner = CachedLLM(inner, cache, namespace=f"{cfg.kind}:{model_name(cfg)}")
+    return AccountingLLM(inner, stats, model=model_name(cfg))
+
+
+def _build_backend(cfg: BackendConfig, stats: CallStats) -> Any:
+    if isinstance(cfg, OpenAIBackendConfig):
+        from pipelines.llm.openai_backend import OpenAIBackend
+
+        return OpenAIBackend(
+            cfg.model,
+            base_url=cfg.base_url,
+            api_key_env=cfg.api_key_env,
+            timeout_s=cfg.timeout_s,
+            max_retries=cfg.max_retries,
+            backoff_base_s=cfg.backoff_base_s,
+            backoff_max_s=cfg.backoff_max_s,
+            max_connections=cfg.max_connections,
+            stats=stats,
+        )
+    if isinstance(cfg, LocalBackendConfig):
+        from pipelines.llm.local import LocalLLM
+
+        return LocalLLM(
+            max_batch_size=cfg.max_batch_size, batch_window_s=cfg.batch_window_ms / 1000.0
+        )
+    if isinstance(cfg, ScriptedBackendConfig):
+        from pipelines.llm.scripted import ScriptedLLM
+
+        return ScriptedLLM(responder=RESPONDERS[cfg.responder], model=model_name(cfg))
+    if isinstance(cfg, VLLMBackendConfig):
+        from pipelines.llm.vllm_backend import VLLMBackend
+
+        options = cfg.model_dump(exclude={"kind", "model", "max_batch_size"}, exclude_none=True)
+        return VLLMBackend(cfg.model, max_batch_size=cfg.max_batch_size, **options)
+    raise LLMError(f"unknown backend config {type(cfg).__name__}")
