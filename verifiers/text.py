@@ -23,8 +23,12 @@ _AMOUNT = re.compile(
 )
 _TOKEN = re.compile(r"#?[A-Za-z0-9_][A-Za-z0-9_\-]*")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
-# Short numbers and counted units are prose ("2 items", "3rd", "24h"), not facts to look up.
-_PROSE_NUMBER = re.compile(r"^\d{1,3}(?:st|nd|rd|th|s|am|pm|h|x|min|mins|days?)?$", re.IGNORECASE)
+# Short numbers, ranges and counted units are prose ("2 items", "3rd", "24h", "5-7 days"),
+# not facts to look up.
+_PROSE_NUMBER = re.compile(
+    r"^\d{1,3}(?:st|nd|rd|th|s|am|pm|h|x|min|mins|days?)?(?:-\d{1,3}(?:st|nd|rd|th|s|am|pm|h)?)*$",
+    re.IGNORECASE,
+)
 _WS = re.compile(r"\s+")
 
 
@@ -57,7 +61,7 @@ def extract_values(text: str) -> set[str]:
         rest = pattern.sub(" ", rest)
     for m in _TOKEN.finditer(rest):
         token = m.group(0).strip("-_")
-        if any(c.isdigit() for c in token) and not _PROSE_NUMBER.match(token):
+        if any(c.isdigit() for c in token) and not _PROSE_NUMBER.match(token.lstrip("#")):
             values.add(token.lower())
     return values
 
@@ -108,7 +112,9 @@ class Evidence:
             return True
         if value.startswith("amount:"):
             return self._supports_amount(value.removeprefix("amount:"))
-        return any(value in t for t in self._texts)
+        # Whole-token occurrence: `w1234567` is supported by `#W1234567`, `#w123` is not.
+        pattern = re.compile(rf"(?<![\w]){re.escape(value)}(?![\w])")
+        return any(pattern.search(t) for t in self._texts)
 
     def _supports_amount(self, key: str) -> bool:
         if key in self._numbers:

@@ -199,3 +199,34 @@ def test_user_fidelity_uses_scenario_known_info():
 def test_gold_action_task_builder_accepts_gold():
     task = make_task(gold_actions=(GoldAction(name="cancel_pending_order", arguments={}),))
     assert task.gold_actions[0].name == "cancel_pending_order"
+
+
+# --- value extraction ---------------------------------------------------------------------
+
+
+def test_extract_values_keeps_facts_and_skips_prose():
+    from verifiers.text import extract_values
+
+    text = (
+        "Order #W1234567 ($1,054.90) ships 2024-05-01 to a.b@x.com, card credit_card_123, "
+        "user sara_doe_1234, zip 94110; 2 items, the 3rd one, in 5-7 days, within 24h."
+    )
+    assert extract_values(text) == {
+        "#w1234567",
+        "amount:1054.9",
+        "2024-05-01",
+        "a.b@x.com",
+        "credit_card_123",
+        "sara_doe_1234",
+        "94110",
+    }
+
+
+def test_evidence_matches_whole_tokens_only():
+    from verifiers.text import Evidence
+
+    evidence = Evidence()
+    evidence.add('{"order_id": "#W1234567", "placed": "2024-05-01"}')
+    assert evidence.supports("w1234567")
+    assert evidence.supports("2024")
+    assert not evidence.supports("#w123")
