@@ -25,6 +25,11 @@ class RetailDomain:
         self.policy: str = load_policy()
         self.toolbox: Toolbox = Toolbox(TOOLS)
 
+    def __reduce__(self):
+        """Pickle by name: the toolbox's generated argument models are not picklable, and a
+        domain has no state of its own, so a worker simply rebuilds it."""
+        return (RetailDomain, ())
+
     def initial_state(self, init: InitialState) -> RetailState:
         """The seeded world with the task's patches applied (a fresh object every call)."""
         state = generate_state(init.seed)

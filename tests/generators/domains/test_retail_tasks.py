@@ -153,3 +153,11 @@ def test_no_feasible_task_is_rejected():
     with pytest.raises(TaskRejected) as err:
         tasks.synthesize_task(DOMAIN.toolbox, lambda init: empty, sample_persona(1), 1)
     assert err.value.reason == "no_feasible_task"
+
+
+def test_domain_pickles_for_beam_workers():
+    import pickle
+
+    again = pickle.loads(pickle.dumps(DOMAIN))
+    assert again.policy == DOMAIN.policy
+    assert [s.name for s in again.toolbox.specs] == [s.name for s in DOMAIN.toolbox.specs]
