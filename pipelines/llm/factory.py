@@ -33,6 +33,7 @@ class OpenAIBackendConfig(_BackendConfig):
     backoff_base_s: float = Field(default=0.5, ge=0)
     backoff_max_s: float = Field(default=30.0, ge=0)
     max_connections: int = Field(default=1000, ge=1)
+    transport: Literal["auto", "httpx", "aiohttp"] = "auto"  # auto: aiohttp when installed
 
 
 class LocalBackendConfig(_BackendConfig):
@@ -102,6 +103,7 @@ def _build_backend(cfg: BackendConfig, stats: CallStats) -> Any:
             backoff_base_s=cfg.backoff_base_s,
             backoff_max_s=cfg.backoff_max_s,
             max_connections=cfg.max_connections,
+            transport=cfg.transport,
             stats=stats,
         )
     if isinstance(cfg, LocalBackendConfig):

@@ -98,10 +98,15 @@ def _handler_for(stub: StubChatServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 512  # the default backlog (5) drops bursts of concurrent connects
+    daemon_threads = True
+
+
 def start_stub_server(script: Sequence[Reply]) -> tuple[StubChatServer, str, ThreadingHTTPServer]:
     """Serve `script` on 127.0.0.1 (a free port) in a daemon thread."""
     stub = StubChatServer(script=list(script))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(stub))
+    server = _Server(("127.0.0.1", 0), _handler_for(stub))
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     return stub, f"http://127.0.0.1:{server.server_address[1]}/v1", server

@@ -27,6 +27,14 @@ TOOL = ToolSpec(
 )
 
 
+@pytest.fixture(params=["httpx", "aiohttp"], name="transport")
+def transport_fixture(request):
+    """Both HTTP transports under the SDK must behave the same."""
+    if request.param == "aiohttp":
+        pytest.importorskip("aiohttp")
+    return request.param
+
+
 def backend(url: str, **overrides) -> OpenAIBackend:
     options = dict(
         api_key="test-key", timeout_s=2.0, max_retries=2, backoff_base_s=0.001, backoff_max_s=0.01
@@ -35,9 +43,11 @@ def backend(url: str, **overrides) -> OpenAIBackend:
     return OpenAIBackend("stub-model", base_url=url, **options)
 
 
-def test_success_maps_request_and_parses_usage(stub_server):
+def test_success_maps_request_and_parses_usage(stub_server, transport):
     stub, url = stub_server([Reply(body=chat_body("hello there"))])
-    response = asyncio.run(backend(url).complete(REQUEST.model_copy(update={"tools": (TOOL,)})))
+    response = asyncio.run(
+        backend(url, transport=transport).complete(REQUEST.model_copy(update={"tools": (TOOL,)}))
+    )
     assert response.message.content == "hello there"
     assert response.usage.prompt_tokens == 11 and response.usage.completion_tokens == 3
     assert response.finish_reason == "stop" and not response.cached
@@ -47,11 +57,11 @@ def test_success_maps_request_and_parses_usage(stub_server):
     assert sent["tools"][0]["function"]["name"] == "get_order"
 
 
-def test_429_with_retry_after_then_success(stub_server):
+def test_429_with_retry_after_then_success(stub_server, transport):
     stub, url = stub_server(
         [Reply(status=429, headers=(("retry-after", "0.2"),)), Reply(body=chat_body("ok"))]
     )
-    client = backend(url)
+    client = backend(url, transport=transport)
     started = time.perf_counter()
     response = asyncio.run(client.complete(REQUEST))
     assert response.message.content == "ok"
@@ -60,32 +70,32 @@ def test_429_with_retry_after_then_success(stub_server):
     assert client.stats.retries == 1
 
 
-def test_500_twice_then_success(stub_server):
+def test_500_twice_then_success(stub_server, transport):
     stub, url = stub_server([Reply(status=500), Reply(status=503), Reply(body=chat_body("ok"))])
-    response = asyncio.run(backend(url).complete(REQUEST))
+    response = asyncio.run(backend(url, transport=transport).complete(REQUEST))
     assert response.message.content == "ok"
     assert stub.count == 3
 
 
 @pytest.mark.parametrize("status", [429, 500])
-def test_persistent_failure_raises_after_exact_budget(stub_server, status):
+def test_persistent_failure_raises_after_exact_budget(stub_server, transport, status):
     stub, url = stub_server([Reply(status=status)])
     with pytest.raises(LLMError) as info:
-        asyncio.run(backend(url, max_retries=3).complete(REQUEST))
+        asyncio.run(backend(url, max_retries=3, transport=transport).complete(REQUEST))
     assert stub.count == 4
     message = str(info.value)
     assert f"HTTP {status}" in message and "4 of 4" in message and "stub-model" in message
     assert "test-key" not in message
 
 
-def test_non_retryable_4xx_fails_at_once(stub_server):
+def test_non_retryable_4xx_fails_at_once(stub_server, transport):
     stub, url = stub_server([Reply(status=400)])
     with pytest.raises(LLMError, match="HTTP 400"):
-        asyncio.run(backend(url).complete(REQUEST))
+        asyncio.run(backend(url, transport=transport).complete(REQUEST))
     assert stub.count == 1
 
 
-def test_bad_tool_arguments_become_parse_error(stub_server):
+def test_bad_tool_arguments_become_parse_error(stub_server, transport):
     calls = [
         {"id": "c1", "type": "function", "function": {"name": "get_order", "arguments": "{oops"}},
         {"id": "c2", "type": "function", "function": {"name": "get_order", "arguments": "[1]"}},
@@ -96,7 +106,7 @@ def test_bad_tool_arguments_become_parse_error(stub_server):
         },
     ]
     _, url = stub_server([Reply(body=chat_body(None, calls))])
-    response = asyncio.run(backend(url).complete(REQUEST))
+    response = asyncio.run(backend(url, transport=transport).complete(REQUEST))
     bad_json, not_object, good = response.message.tool_calls
     assert response.finish_reason == "tool_calls"
     assert bad_json.parse_error and "not valid JSON" in bad_json.parse_error
@@ -105,19 +115,24 @@ def test_bad_tool_arguments_become_parse_error(stub_server):
     assert good.parse_error is None and good.arguments == {"order_id": "A1"}
 
 
-def test_hung_response_is_retried_then_fails(stub_server):
+def test_hung_response_is_retried_then_fails(stub_server, transport):
     stub, url = stub_server([Reply(body=chat_body(), delay_s=1.0)])
     with pytest.raises(LLMError, match="timeout"):
-        asyncio.run(backend(url, timeout_s=0.2, max_retries=1).complete(REQUEST))
+        asyncio.run(
+            backend(url, timeout_s=0.2, max_retries=1, transport=transport).complete(REQUEST)
+        )
     assert stub.count == 2
 
 
-def test_many_concurrent_calls_on_one_loop(stub_server):
+def test_many_concurrent_calls_on_one_loop(stub_server, transport):
     stub, url = stub_server([Reply(body=chat_body("ok"), delay_s=0.3)])
-    client = backend(url)
+    client = backend(url, transport=transport)
 
     async def run_all():
-        return await asyncio.gather(*(client.complete(REQUEST) for _ in range(64)))
+        try:
+            return await asyncio.gather(*(client.complete(REQUEST) for _ in range(64)))
+        finally:
+            await client.aclose()
 
     responses = asyncio.run(run_all())
     assert len(responses) == 64 and stub.count == 64
