@@ -71,8 +71,9 @@ class WriteDataset(beam.PTransform):
                     file_name_suffix=".parquet",
                     num_shards=shards,
                     shard_name_template="-SSSSS-of-NNNNN",
-                    # Small batches and one buffered row group keep shards balanced.
-                    record_batch_size=16,
+                    # One row per batch and one buffered row group keep shards balanced
+                    # (a batch is the unit that gets a shard).
+                    record_batch_size=1,
                     row_group_buffer_size=1,
                 )
             )
@@ -222,6 +223,7 @@ def run_build(config: BuildConfig, run_dir: str, beam_args: list[str]) -> BuildR
     result = p.run()
     result.wait_until_finish()
     counters = stage_counters(result)
+    io.drop_empty_splits(run_dir)
     outputs = io.count_outputs(run_dir)
     manifest = make_manifest(config, counters, outputs, time.monotonic() - started, runner)
     io.write_text(io.join(run_dir, "manifest.json"), json.dumps(manifest, indent=2, sort_keys=True))

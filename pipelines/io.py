@@ -108,6 +108,18 @@ def jsonl_records(run_dir: str, sub: str) -> Iterator[dict[str, Any]]:
                 yield json.loads(line)
 
 
+def drop_empty_splits(run_dir: str) -> list[str]:
+    """Delete the shards of splits that got no rows (fixed sharding writes empty files), so
+    `load_dataset` does not fail on a split with no data. Returns the splits dropped."""
+    dropped = []
+    for split in SPLITS:
+        files = split_files(run_dir, split)
+        if files and sum(parquet_rows(p) for p in files) == 0:
+            FileSystems.delete(files)
+            dropped.append(split)
+    return dropped
+
+
 def count_outputs(run_dir: str) -> dict[str, Any]:
     """Rows per split and shard, rejections per stage/reason, dead letters per stage."""
     splits: dict[str, dict[str, Any]] = {}

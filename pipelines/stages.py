@@ -65,6 +65,7 @@ async def generate_trajectory(res: StageResources, task: Task) -> Trajectory:
             model=clients.models["agent"],
             seed=seed,
             provenance=provenance,
+            sampling=cfg.sampling,
         )
     from generators.agent import LLMAgent, OracleAgent
     from generators.rollout import run_rollout
@@ -77,7 +78,7 @@ async def generate_trajectory(res: StageResources, task: Task) -> Trajectory:
     if cfg.rollout.user == "scripted":
         user = ScriptedUser(task)
     else:
-        user = LLMUser(clients.user, clients.models["user"], cfg.sampling)
+        user = LLMUser(clients.user, clients.models["user"], task, cfg.sampling)
     return await run_rollout(
         task,
         res.domain,

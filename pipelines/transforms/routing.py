@@ -158,7 +158,7 @@ class AsyncStageFn(beam.DoFn):
             element = self.elements.pop(item.key)
             self._count_cost(item.result)
             out = route(
-                self.stage, self.counters, element, item.result, item.exception, item.traceback
+                self.stage, self.counters, element, item.result, item.error, item.traceback or ""
             )
             if windowed:
                 if isinstance(out, beam.pvalue.TaggedOutput):
