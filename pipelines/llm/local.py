@@ -23,6 +23,7 @@ import io
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,16 +136,18 @@ class MicroBatcher:
 
     Requests that arrive within `window_s` of the first are taken together (at most
     `max_batch_size`), grouped by sampling params, and each group goes to `generate_batch`
-    in a worker thread. One batcher per event loop; it is (re)made when the loop changes.
+    in a worker thread. Each event loop using the batcher gets its own queue and worker task.
     """
 
     def __init__(self, generate_batch: BatchGenerate, max_batch_size: int, window_s: float):
         self._generate_batch = generate_batch
         self.max_batch_size = max_batch_size
         self.window_s = window_s
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._queue: asyncio.Queue[_Pending] | None = None
-        self._worker: asyncio.Task[None] | None = None
+        # one queue and worker task per event loop using this batcher
+        self._per_loop: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, tuple[asyncio.Queue[_Pending], asyncio.Task[None]]
+        ] = weakref.WeakKeyDictionary()
+        self._per_loop_lock = threading.Lock()
 
     async def submit(self, request: ChatRequest) -> ChatResponse:
         queue = self._queue_for_running_loop()
@@ -154,14 +157,13 @@ class MicroBatcher:
 
     def _queue_for_running_loop(self) -> asyncio.Queue[_Pending]:
         loop = asyncio.get_running_loop()
-        if self._queue is None or self._loop is not loop or self._worker_done():
-            self._loop = loop
-            self._queue = asyncio.Queue()
-            self._worker = loop.create_task(self._run(self._queue))
-        return self._queue
-
-    def _worker_done(self) -> bool:
-        return self._worker is None or self._worker.done()
+        with self._per_loop_lock:
+            entry = self._per_loop.get(loop)
+            if entry is None or entry[1].done():
+                queue: asyncio.Queue[_Pending] = asyncio.Queue()
+                entry = (queue, loop.create_task(self._run(queue)))
+                self._per_loop[loop] = entry
+            return entry[0]
 
     async def _run(self, queue: asyncio.Queue[_Pending]) -> None:
         while True:
@@ -357,4 +359,5 @@ class LocalLLM:
         return await self._batcher.submit(request)
 
     def __getstate__(self) -> dict[str, Any]:
+        """Picklable for Beam: the batcher (tasks, queues) is remade where it lands."""
         return {**self.__dict__, "_batcher": None}

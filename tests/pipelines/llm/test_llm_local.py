@@ -88,3 +88,37 @@ def test_real_model_generates_a_short_batched_reply(local_llm):
     assert first.message.content and first.message.content == second.message.content
     assert 0 < first.usage.completion_tokens <= 8 and first.usage.prompt_tokens > 5
     assert first.finish_reason in ("stop", "length")
+
+
+def test_batcher_serves_several_loops_and_local_llm_pickles():
+    import pickle
+    import threading
+
+    def generate(requests):
+        return [
+            ChatResponse(
+                message=Message(role="assistant", content=r.messages[0].content), model="m"
+            )
+            for r in requests
+        ]
+
+    batcher = MicroBatcher(generate, max_batch_size=4, window_s=0.001)
+    results: dict[int, list[str]] = {}
+
+    def run_loop(worker: int) -> None:
+        async def go():
+            return await asyncio.gather(
+                *(batcher.submit(request(f"{worker}-{i}")) for i in range(5))
+            )
+
+        results[worker] = [r.message.content for r in asyncio.run(go())]
+
+    threads = [threading.Thread(target=run_loop, args=(w,)) for w in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert results == {w: [f"{w}-{i}" for i in range(5)] for w in range(3)}
+    llm = LocalLLM(max_batch_size=2)
+    restored = pickle.loads(pickle.dumps(llm))
+    assert restored.max_batch_size == 2 and restored.model == LOCAL_MODEL_NAME
