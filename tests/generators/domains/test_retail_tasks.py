@@ -161,3 +161,20 @@ def test_domain_pickles_for_beam_workers():
     again = pickle.loads(pickle.dumps(DOMAIN))
     assert again.policy == DOMAIN.policy
     assert [s.name for s in again.toolbox.specs] == [s.name for s in DOMAIN.toolbox.specs]
+
+
+def test_synthesis_is_identical_across_processes():
+    """No set-order or hash-seed dependence: another interpreter builds the same task."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "from generators.domains import get_domain; from generators.personas import sample_persona;"
+        "print(get_domain('retail').synthesize_task(sample_persona(13), 13).to_json())"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == synth(13).to_json()

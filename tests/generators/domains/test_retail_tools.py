@@ -416,3 +416,14 @@ def test_reads_do_not_change_the_hash():
     ok(s, "get_user_details", user_id=s.orders[order_id].user_id)
     ok(s, "list_all_product_types")
     assert state_hash(s) == before
+
+
+def test_every_tool_and_argument_is_documented_for_the_agent():
+    kinds = {s.name: s.kind for s in TOOLBOX.specs}
+    assert len(kinds) == len(TOOLS) == 15
+    assert kinds["transfer_to_human_agents"] == "transfer"
+    assert sum(k == "write" for k in kinds.values()) == 7
+    for spec in TOOLBOX.specs:
+        assert spec.description, spec.name
+        for name, prop in spec.parameters["properties"].items():
+            assert prop.get("description"), (spec.name, name)
