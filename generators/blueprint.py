@@ -24,6 +24,9 @@ from generators.entities import check_entities
 from generators.prompts import (
     STOP_TOKEN,
     agent_system_prompt,
+    first_person,
+    giving_info,
+    info_label,
     verbaliser_system_prompt,
     verbaliser_user_prompt,
 )
@@ -113,11 +116,12 @@ def plan_blueprint(task: Task, calls: list[SkeletonCall]) -> list[PlanItem]:
     s = task.scenario
     user_facts = (s.reason_for_contact, s.instructions, *s.known_info.values())
     agent_facts: list[str] = [s.reason_for_contact]
-    plan: list[PlanItem] = [Utterance("user", s.reason_for_contact, (), user_facts)]
+    opening = first_person(s.reason_for_contact)
+    plan: list[PlanItem] = [Utterance("user", opening, (), user_facts)]
     for label, value in s.known_info.items():
-        ask = f"Could you please provide your {_human(label)}?"
+        ask = f"Could you please tell me the {info_label(label)}?"
         plan.append(Utterance("assistant", ask, (), tuple(agent_facts)))
-        plan.append(Utterance("user", f"My {_human(label)} is {value}.", (value,), user_facts))
+        plan.append(Utterance("user", giving_info(label, value), (value,), user_facts))
         agent_facts.append(value)
     previous_mutating = False
     for item in calls:

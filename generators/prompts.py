@@ -6,6 +6,8 @@ Kept in one module so prompt changes are reviewed in one place and the scripted 
 
 from __future__ import annotations
 
+import re
+
 from schemas import Persona, Task
 
 STOP_TOKEN = "###STOP###"
@@ -27,6 +29,28 @@ ROLE_REMINDER = (
     "Reminder: you are the CUSTOMER, not the support agent. Do not offer help, do not say you "
     "performed any action, never write tool calls. Reply with the customer's next message only."
 )
+
+
+def first_person(reason: str) -> str:
+    """A scenario's second-person reason ("You want to ...") as the customer would say it."""
+    text = reason.strip()
+    text = re.sub(r"^You want\b", "Hi, I want", text)
+    text = re.sub(r"^You\b", "Hi, I", text)
+    text = re.sub(r"\bthe account's\b", "my account's", text)
+    return re.sub(r"\byour\b", "my", text)
+
+
+def info_label(label: str) -> str:
+    """A known-info label without its parenthetical hint ("order to ask about (#W1)")."""
+    return re.sub(r"\s*\([^)]*\)", "", label).replace("_", " ").strip()
+
+
+def giving_info(label: str, value: str) -> str:
+    """The customer's template sentence for one piece of known info."""
+    name = info_label(label)
+    if len(name.split()) <= 2:
+        return f"My {name} is {value}."
+    return f"The {name} is {value}."
 
 
 def describe_persona(persona: Persona) -> str:

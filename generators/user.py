@@ -22,6 +22,9 @@ from generators.prompts import (
     ROLE_REMINDER,
     STOP_TOKEN,
     TRANSFER_TOKEN,
+    first_person,
+    giving_info,
+    info_label,
     user_system_prompt,
 )
 from schemas import (
@@ -183,11 +186,14 @@ _CONFIRM = re.compile(
 _ASKING = re.compile(
     r"\?|\bplease (?:provide|share|tell|give)|\bcould you\b|\bcan you\b", re.IGNORECASE
 )
-_STOPWORDS = frozenset({"the", "your", "you", "and", "for", "info", "information", "details"})
+_STOPWORDS = frozenset(
+    {"the", "your", "you", "and", "for", "info", "information", "details", "about", "asked"}
+    | {"ask", "new", "to", "of", "with", "what", "current"}
+)
 
 
 def _label_words(label: str) -> set[str]:
-    words = {w for w in re.split(r"[^a-z0-9]+", label.lower()) if len(w) >= 2}
+    words = {w for w in re.split(r"[^a-z0-9]+", info_label(label).lower()) if len(w) >= 2}
     return words - _STOPWORDS
 
 
@@ -213,7 +219,7 @@ class ScriptedUser:
     def next_text(self, conversation: Sequence[Message]) -> str:
         agent_texts = [m.content for m in conversation if m.role == "assistant" and m.content]
         if not agent_texts:
-            return self._scenario.reason_for_contact
+            return first_person(self._scenario.reason_for_contact)
         said = " ".join(m.content or "" for m in conversation if m.role == "user")
         last = agent_texts[-1]
         if _DONE.search(last):
@@ -226,13 +232,12 @@ class ScriptedUser:
             if _mentions_any(last, _label_words(label))
         ]
         if asked and _ASKING.search(last):
-            return " ".join(f"My {label.replace('_', ' ')} is {value}." for label, value in asked)
+            return " ".join(giving_info(label, value) for label, value in asked)
         if _ASKING.search(last) and any(
             _mentions_any(last, _label_words(item)) for item in self._scenario.unknown_info
         ):
             return "Sorry, I don't know that."
         unrevealed = [(k, v) for k, v in self._scenario.known_info.items() if v not in said]
         if unrevealed:
-            label, value = unrevealed[0]
-            return f"My {label.replace('_', ' ')} is {value}."
+            return giving_info(*unrevealed[0])
         return "Could you please take care of my request?"

@@ -1,0 +1,107 @@
+import asyncio
+
+import pytest
+
+from generators.blueprint import clean_utterance, execute_skeleton, plan_blueprint, run_blueprint
+from generators.entities import check_entities, entity_tokens, mentions_value
+from generators.prompts import STOP_TOKEN
+from pipelines.llm.responders import RESPONDERS
+from pipelines.llm.scripted import ScriptedLLM
+from schemas import GoldAction, Rejected
+from verifiers.outcome import verify_outcome
+
+
+def blueprint(task, domain, llm, provenance, **kw):
+    return asyncio.run(
+        run_blueprint(task, domain, llm, model="m", seed=3, provenance=provenance, **kw)
+    )
+
+
+def assert_valid_tool_use(messages):
+    pending = []
+    for m in messages:
+        if m.role == "tool":
+            assert pending and m.tool_call_id == pending.pop(0)
+        else:
+            assert not pending
+            pending = [c.id for c in m.tool_calls]
+    assert not pending
+
+
+def test_entity_check_requires_and_forbids():
+    facts = ["order #W123 total 54.20", "ann@example.com"]
+    assert check_entities("Your order #W123 costs $54.2.", ["54.20"], facts).ok
+    missing = check_entities("Your order costs a lot.", ["54.20"], facts)
+    assert missing.missing == ("54.20",) and not missing.ok
+    invented = check_entities("Order #W999 for 54.20, mail bo@x.org", ["54.20"], facts)
+    assert set(invented.invented) == {"#W999", "bo@x.org"}
+    assert check_entities("Refund of 13.99 on 1234567", [], facts).invented == ("13.99", "1234567")
+
+
+def test_entity_helpers():
+    assert mentions_value("It is $1,054.20 now", "1054.2")
+    assert mentions_value("status: Pending", "pending")
+    assert not mentions_value("It is 54.21", "54.20")
+    assert entity_tokens("#W1, a@b.co and 12.50.") == ["#W1", "a@b.co", "12.50"]
+
+
+def test_clean_utterance():
+    assert clean_utterance('Customer: "Hi there."\n\nAgent: hello') == "Hi there."
+
+
+def test_plan_orders_info_confirmation_calls_and_summary(toy_task, toy_domain):
+    _, calls = execute_skeleton(toy_task, toy_domain)
+    plan = plan_blueprint(toy_task, calls)
+    kinds = [getattr(i, "speaker", None) or i.call.name for i in plan]
+    assert kinds == [
+        "user",
+        "assistant", "user",  # account id
+        "assistant", "user",  # email
+        "get_account",
+        "assistant", "user",  # confirm the deposit
+        "deposit",
+        "assistant", "user",  # summary, close
+    ]  # fmt: skip
+    assert plan[-2].required == ("125.50",) and plan[2].required == ("#A1001",)
+
+
+def test_scripted_blueprint_is_model_written_valid_and_passes_outcome(
+    toy_task, toy_domain, provenance
+):
+    llm = ScriptedLLM(responder=RESPONDERS["blueprint"])
+    traj = blueprint(toy_task, toy_domain, llm, provenance)
+    assert traj.termination == "blueprint_complete" and traj.mode == "blueprint"
+    assert traj.messages[0].role == "system" and traj.messages[1].role == "user"
+    assert traj.messages[-1].content.endswith(STOP_TOKEN)
+    assert_valid_tool_use(traj.messages)
+    assert traj.provenance.seeds["blueprint_model_written"] == 9
+    assert traj.provenance.seeds["blueprint_templated"] == 0
+    assert traj.cost.llm_calls == 9
+    assert verify_outcome(traj, toy_domain).passed
+    again = blueprint(
+        toy_task, toy_domain, ScriptedLLM(responder=RESPONDERS["blueprint"]), provenance
+    )
+    assert again.id == traj.id
+
+
+def test_bad_writer_falls_back_to_templates(toy_task, toy_domain, provenance):
+    llm = ScriptedLLM(responder=lambda req: "Sure! Order #W999 costs 12.34. How can I help you?")
+    traj = blueprint(toy_task, toy_domain, llm, provenance, max_retries=2)
+    assert traj.provenance.seeds["blueprint_templated"] == 9
+    assert traj.cost.llm_calls == 27
+    assert len({r.seed for r in llm.requests}) == 27
+    assert not any("#W999" in (m.content or "") for m in traj.messages)
+    assert verify_outcome(traj, toy_domain).passed
+
+
+def test_failing_gold_action_is_rejected(toy_task, toy_domain, provenance):
+    broken = toy_task.model_copy(
+        update={
+            "gold_actions": (
+                GoldAction(name="deposit", arguments={"account_id": "#nope", "amount": 1.0}),
+            )
+        }
+    )
+    with pytest.raises(Rejected) as err:
+        blueprint(broken, toy_domain, ScriptedLLM(responder=RESPONDERS["blueprint"]), provenance)
+    assert err.value.reason == "generation_failed"

@@ -1,0 +1,118 @@
+"""Outcome verifier on the retail domain, with reference (oracle) trajectories."""
+
+import asyncio
+
+import pytest
+
+from generators.agent import OracleAgent
+from generators.domains import get_domain
+from generators.personas import sample_persona
+from generators.rollout import run_rollout
+from generators.tooling import TaskRejected
+from generators.user import ScriptedUser
+from schemas import Message, Provenance
+from verifiers.outcome import rejection_reason, verify_outcome
+
+PROVENANCE = Provenance(models={"agent": "oracle", "user": "scripted"}, seeds={})
+
+
+@pytest.fixture(scope="module")
+def retail():
+    return get_domain("retail")
+
+
+@pytest.fixture(scope="module")
+def task(retail):
+    """A retail task with a mutating gold action and at least one expected output."""
+    for seed in range(50):
+        try:
+            candidate = retail.synthesize_task(sample_persona(seed), seed)
+        except TaskRejected:
+            continue
+        writes = [a for a in candidate.gold_actions if retail.toolbox.spec(a.name).mutates_state]
+        if writes and candidate.expected_outputs:
+            return candidate
+    pytest.fail("no retail task with a write action and expected outputs in 50 seeds")
+
+
+@pytest.fixture(scope="module")
+def oracle_trajectory(task, retail):
+    return asyncio.run(
+        run_rollout(
+            task, retail, OracleAgent(task), ScriptedUser(task), seed=0, provenance=PROVENANCE
+        )
+    )
+
+
+def replace_message(trajectory, index, message):
+    messages = list(trajectory.messages)
+    messages[index] = message
+    return trajectory.model_copy(update={"messages": tuple(messages)})
+
+
+def test_oracle_trajectory_replays_to_gold_and_passes(oracle_trajectory, retail, task):
+    result = verify_outcome(oracle_trajectory, retail)
+    assert result.passed, result.reason
+    assert result.actual_hash == result.expected_hash == task.gold_final_hash
+    assert oracle_trajectory.final_state_hash == task.gold_final_hash
+    assert result.reason == "passed" and rejection_reason(result) is None
+
+
+def test_changed_mutating_arguments_break_state_match(oracle_trajectory, retail):
+    index, message = next(
+        (i, m)
+        for i, m in enumerate(oracle_trajectory.messages)
+        if m.tool_calls and retail.toolbox.spec(m.tool_calls[0].name).mutates_state
+    )
+    call = message.tool_calls[0]
+    key = next(k for k, v in call.arguments.items() if isinstance(v, str) and v)
+    changed = call.model_copy(update={"arguments": {**call.arguments, key: "#W0000000"}})
+    broken = replace_message(
+        oracle_trajectory, index, message.model_copy(update={"tool_calls": (changed,)})
+    )
+    result = verify_outcome(broken, retail)
+    assert not result.passed and not result.state_match
+    assert "state_mismatch" in result.reason and rejection_reason(result) == "state_mismatch"
+    assert "corrupt_trajectory" in result.reason  # recorded hash no longer matches the replay
+
+
+def test_missing_expected_output_fails_with_reason(oracle_trajectory, retail, task):
+    last_agent = max(
+        i for i, m in enumerate(oracle_trajectory.messages) if m.role == "assistant" and m.content
+    )
+    silent = replace_message(
+        oracle_trajectory, last_agent, Message(role="assistant", content="All done. Anything else?")
+    )
+    result = verify_outcome(silent, retail)
+    assert result.state_match and result.termination_ok and not result.outputs_communicated
+    assert not result.passed and set(result.missing_outputs) == set(task.expected_outputs)
+    assert "outputs_not_communicated" in result.reason
+    assert rejection_reason(result) == "outputs_not_communicated"
+
+
+def test_bad_termination_and_corrupt_hash(oracle_trajectory, retail):
+    cut = oracle_trajectory.model_copy(update={"termination": "max_turns"})
+    result = verify_outcome(cut, retail)
+    assert not result.passed and not result.termination_ok and "bad_termination" in result.reason
+    corrupt = oracle_trajectory.model_copy(update={"final_state_hash": "0" * 64})
+    result = verify_outcome(corrupt, retail)
+    assert not result.passed and result.state_match and "corrupt_trajectory" in result.reason
+
+
+def test_numbers_are_normalised(oracle_trajectory, retail, task):
+    numeric = [o for o in task.expected_outputs if o.replace(".", "").isdigit() and "." in o]
+    if not numeric:
+        pytest.skip("task has no amount among its expected outputs")
+    last_agent = max(
+        i for i, m in enumerate(oracle_trajectory.messages) if m.role == "assistant" and m.content
+    )
+    text = "; ".join(
+        f"${float(o):,.1f}"
+        if o in numeric and o.endswith("0")
+        else (f"${o}" if o in numeric else o)
+        for o in task.expected_outputs
+    )
+    reworded = replace_message(
+        oracle_trajectory, last_agent, Message(role="assistant", content=text)
+    )
+    assert verify_outcome(reworded, retail).outputs_communicated
