@@ -551,6 +551,56 @@ def _scenario(plan: _Plan, persona: Persona) -> UserScenario:
     )
 
 
+#: Chance that a user with this recall remembers orders by content, not by id.
+FORGETS_ORDER_IDS = MappingProxyType({"very_low": 1.0, "low": 0.5})
+
+
+def _order_nicknames(state: RetailState, user: User) -> dict[str, str]:
+    """Order id -> 'your order with the <product>' where that product is in no other order.
+
+    Only unambiguous descriptions are returned: the agent must be able to find the order by
+    reading the user's orders, and the user must not be able to mean two of them.
+    """
+    products = {o: {i.name for i in state.orders[o].items} for o in user.orders}
+    nicknames = {}
+    for order_id, names in sorted(products.items()):
+        others = set().union(*(n for o, n in products.items() if o != order_id))
+        unique = sorted(names - others)
+        if unique:
+            nicknames[order_id] = f"your order with the {unique[0]}"
+    return nicknames
+
+
+def _without_order_ids(scenario: UserScenario, nicknames: dict[str, str]) -> UserScenario:
+    """The scenario of a user who remembers orders by what is in them (the agent looks ids up)."""
+
+    def rename(text: str) -> str:
+        for order_id, nickname in nicknames.items():
+            text = text.replace(f"order {order_id}", nickname).replace(order_id, nickname)
+        return text
+
+    return UserScenario(
+        reason_for_contact=rename(scenario.reason_for_contact),
+        known_info={rename(k): rename(v) for k, v in scenario.known_info.items()},
+        unknown_info=tuple(rename(u) for u in scenario.unknown_info),
+        instructions=rename(scenario.instructions),
+    )
+
+
+def _maybe_forget_order_ids(
+    scenario: UserScenario, plan: _Plan, state: RetailState, persona: Persona, rng: random.Random
+) -> UserScenario:
+    """Low-recall personas forget order ids when every order in the task has a nickname."""
+    chance = FORGETS_ORDER_IDS.get(persona.traits.recall_accuracy, 0.0)
+    if rng.random() >= chance:
+        return scenario
+    nicknames = _order_nicknames(state, plan.user)
+    mentioned = {g.claim for g in plan.goals if g.claim in state.orders}
+    if not mentioned or not mentioned <= set(nicknames):
+        return scenario
+    return _without_order_ids(scenario, {o: nicknames[o] for o in sorted(mentioned)})
+
+
 def gold_final_hash(
     toolbox: Toolbox, initial: RetailState, actions: Sequence[GoldAction]
 ) -> str | None:
@@ -591,7 +641,7 @@ def synthesize_task(
             complexity=len(best.goals),
         ),
         persona=persona,
-        scenario=_scenario(best, persona),
+        scenario=_maybe_forget_order_ids(_scenario(best, persona), best, state, persona, rng),
         initial_state=init,
         gold_actions=actions,
         expected_outputs=tuple(o for g in best.goals for o in g.expected_outputs),

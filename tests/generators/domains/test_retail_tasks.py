@@ -178,3 +178,28 @@ def test_synthesis_is_identical_across_processes():
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == synth(13).to_json()
+
+
+def test_low_recall_users_describe_orders_instead_of_ids():
+    from generators.task_verification import verify_task
+
+    forgetful = 0
+    for seed in range(40):
+        base = sample_persona(seed)
+        traits = base.traits.model_copy(update={"recall_accuracy": "very_low"})
+        persona = base.model_copy(update={"traits": traits})
+        task = DOMAIN.synthesize_task(persona, seed)
+        order_ids = {
+            a.arguments["order_id"] for a in task.gold_actions if "order_id" in a.arguments
+        }
+        s = task.scenario
+        text = "\n".join([s.reason_for_contact, s.instructions, *s.known_info.values()])
+        if order_ids and not any(o in text for o in order_ids):
+            forgetful += 1
+            assert "your order with the" in s.instructions
+            state = DOMAIN.initial_state(task.initial_state)
+            for order_id in order_ids:  # the description names a product of that very order
+                names = {i.name for i in state.orders[order_id].items}
+                assert any(f"your order with the {n}" in text for n in names)
+            assert verify_task(DOMAIN, task).verification.passed
+    assert forgetful >= 10
