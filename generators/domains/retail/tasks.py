@@ -8,7 +8,8 @@ lookup, the reads an agent needs, and the writes; the gold final hash comes from
 plan through `Toolbox.execute` on a fresh state, exactly as the outcome check will.
 
 The user knows what a real customer knows (name, email or zip, order ids, items by description,
-payment methods by description), never internal ids the agent must look up.
+payment methods by description), never internal ids the agent must look up. Users with poor
+recall (per the persona) may remember an order only by what is in it, so the agent must find it.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from generators.domains.retail.data_model import (
     PaymentMethod,
     RetailState,
     User,
-    generate_state,
     random_address,
 )
 from generators.tooling import TaskRejected, Toolbox, state_hash
@@ -649,4 +649,4 @@ def synthesize_task(
     )
 
 
-__all__ = ["SUBGOAL_BUILDERS", "SubGoal", "gold_final_hash", "synthesize_task", "generate_state"]
+__all__ = ["SUBGOAL_BUILDERS", "SubGoal", "gold_final_hash", "synthesize_task"]
