@@ -12,6 +12,7 @@ How many utterances were model-written vs templated is recorded in the provenanc
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from generators.agent import oracle_closing
-from generators.entities import check_entities
+from generators.entities import check_entities, entity_tokens
 from generators.prompts import (
     STOP_TOKEN,
     agent_system_prompt,
@@ -127,8 +128,9 @@ def plan_blueprint(task: Task, calls: list[SkeletonCall]) -> list[PlanItem]:
     for item in calls:
         if item.execution.mutating and not previous_mutating:
             confirm = f"To confirm, I will {_describe_call(item.call)}. Do you confirm (yes/no)?"
-            facts = (*agent_facts, json.dumps(item.call.arguments, sort_keys=True))
-            plan.append(Utterance("assistant", confirm, (), facts))
+            args = json.dumps(item.call.arguments, sort_keys=True)
+            required = tuple(t for t in entity_tokens(confirm) if t in args)
+            plan.append(Utterance("assistant", confirm, required, (*agent_facts, args)))
             plan.append(Utterance("user", "Yes, please go ahead.", ("yes",), user_facts))
         previous_mutating = item.execution.mutating
         plan.append(item)
@@ -154,9 +156,30 @@ def clean_utterance(text: str) -> str:
     return text
 
 
+_PROMPT_LEAK = re.compile(
+    r"\[/?[A-Z][A-Z ]+\]|\bdraft\b|required entit|^\s*(?:customer|agent)\s*:", re.I | re.M
+)
+_FILLER = frozenset({"that", "this", "with", "your", "please", "could", "would", "then", "have"})
+
+
+def keeps_draft(text: str, draft: str, share: float = 0.5) -> bool:
+    """Lexical fidelity: at least `share` of the draft's content words survive the rewrite.
+
+    Entities alone do not pin down meaning (a question with no entity can be rewritten into
+    anything), so the rewrite must also keep most of what the draft talks about.
+    """
+    words = {w for w in re.findall(r"[a-z']{4,}", draft.lower()) if w not in _FILLER}
+    if not words:
+        return True
+    kept = set(re.findall(r"[a-z']{4,}", text.lower()))
+    return len(words & kept) >= share * len(words)
+
+
 def acceptable(text: str, utterance: Utterance) -> bool:
-    """A rewrite is kept only if it keeps the entities, invents none and stays in role."""
-    if not text or len(text) > 600 or "###" in text:
+    """A rewrite is kept only if it keeps the entities and meaning, invents none, stays in role."""
+    if not text or len(text) > max(240, 3 * len(utterance.draft)) or "###" in text:
+        return False
+    if _PROMPT_LEAK.search(text) or not keeps_draft(text, utterance.draft):
         return False
     if utterance.speaker == "user" and looks_like_agent(text):
         return False
@@ -208,6 +231,45 @@ def _context(messages: list[Message], limit: int = 3) -> str:
     return "\n".join(lines[-limit:])
 
 
+def assemble(
+    plan: list[PlanItem], texts: dict[int, str], system: Message
+) -> tuple[list[Message], list[StepRecord]]:
+    """The conversation and step records for a plan, with `texts` for its utterances."""
+    messages = [system]
+    steps: list[StepRecord] = []
+    user_turns = 0
+    for index, item in enumerate(plan):
+        if isinstance(item, SkeletonCall):
+            messages.extend(_call_messages(item))
+            steps.append(_step(item, len(steps), max(user_turns - 1, 0)))
+            continue
+        text = texts[index]
+        if index == len(plan) - 1:
+            text = f"{text} {STOP_TOKEN}"
+        messages.append(Message(role=item.speaker, content=text))
+        user_turns += item.speaker == "user"
+    return messages, steps
+
+
+def draft_contexts(plan: list[PlanItem], system: Message) -> dict[int, str]:
+    """Each utterance's prompt context, from the drafts before it.
+
+    Built from drafts rather than the model's rewrites so every utterance can be written at the
+    same time (one batch on a local model, parallel requests on an endpoint).
+    """
+    drafts = {i: item.draft for i, item in enumerate(plan) if isinstance(item, Utterance)}
+    messages, _ = assemble(plan, drafts, system)
+    contexts: dict[int, str] = {}
+    position = 1
+    for index, item in enumerate(plan):
+        if isinstance(item, SkeletonCall):
+            position += 2
+            continue
+        contexts[index] = _context(messages[:position])
+        position += 1
+    return contexts
+
+
 async def run_blueprint(
     task: Task,
     domain: Domain,
@@ -222,20 +284,13 @@ async def run_blueprint(
     """A grounded trajectory for `task`: gold skeleton, verbalised utterances, entity-checked."""
     state, calls = execute_skeleton(task, domain)
     plan = plan_blueprint(task, calls)
+    system = Message(role="system", content=agent_system_prompt(domain.policy))
+    contexts = draft_contexts(plan, system)
     writer = _Verbaliser(llm, model, task, seed, sampling, max_retries)
-    messages = [Message(role="system", content=agent_system_prompt(domain.policy))]
-    steps: list[StepRecord] = []
-    user_turns = 0
-    for index, item in enumerate(plan):
-        if isinstance(item, SkeletonCall):
-            messages.extend(_call_messages(item))
-            steps.append(_step(item, len(steps), max(user_turns - 1, 0)))
-            continue
-        text = await writer.write(index, item, _context(messages))
-        if index == len(plan) - 1:
-            text = f"{text} {STOP_TOKEN}"
-        messages.append(Message(role=item.speaker, content=text))
-        user_turns += item.speaker == "user"
+    written = await asyncio.gather(
+        *(writer.write(i, plan[i], context) for i, context in contexts.items())  # type: ignore[arg-type]
+    )
+    messages, steps = assemble(plan, dict(zip(contexts, written, strict=True)), system)
     counts = {
         "blueprint_model_written": writer.model_written,
         "blueprint_templated": writer.templated,

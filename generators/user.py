@@ -73,7 +73,7 @@ def stop_reason(text: str) -> TerminationReason | None:
 
 _AGENT_PHRASES = re.compile(
     r"how (?:can|may|could) i (?:help|assist)"
-    r"|is there anything else i can"
+    r"|is there anything else i can|(?:happy|glad) to (?:help|assist)"
     r"|anything else i can (?:help|do)"
     r"|i(?: have|'ve| have just| just)? (?:cancell?ed|canceled|modified|updated|processed|"
     r"refunded|exchanged|changed|issued|initiated) (?:your|the)"

