@@ -28,6 +28,7 @@ import math
 import subprocess
 import sys
 import threading
+import time
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
@@ -63,6 +64,7 @@ class StubStats:
     in_flight: int = 0
     max_in_flight: int = 0
     by_outcome: Counter[str] = field(default_factory=Counter)
+    served_ms: list[float] = field(default_factory=list)  # handler entry to response, per call
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -71,7 +73,18 @@ class StubStats:
             "in_flight": self.in_flight,
             "max_in_flight": self.max_in_flight,
             "by_outcome": dict(self.by_outcome),
+            "served_ms": percentiles(self.served_ms),
         }
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    """p50/p90/p99/max of `values`, rounded; what the stub itself took, to tell its lag from
+    the client's (a stub that serves 50 ms calls in 58 ms is saturated, not the client)."""
+    if not values:
+        return {}
+    ordered = sorted(values)
+    pick = lambda q: round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)  # noqa: E731
+    return {"p50": pick(0.5), "p90": pick(0.9), "p99": pick(0.99), "max": round(ordered[-1], 2)}
 
 
 def _unit_draws(config: StubConfig, body: bytes, attempt: int) -> tuple[float, float]:
@@ -177,6 +190,7 @@ class StubApp:
 
     async def chat_completions(self, http_request: web.Request) -> web.Response:
         stats = self.stats
+        entered = time.perf_counter()
         stats.requests += 1
         stats.in_flight += 1
         stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
@@ -186,6 +200,7 @@ class StubApp:
             stats.in_flight -= 1
         stats.completed += 1
         stats.by_outcome[outcome] += 1
+        stats.served_ms.append(1000.0 * (time.perf_counter() - entered))
         return response
 
     async def _answer(self, body: bytes) -> tuple[web.Response, str]:

@@ -176,6 +176,7 @@ class InFlight(Generic[T]):
         self._slots = threading.Semaphore(max_in_flight)
         self._done: queue.SimpleQueue[Completed[T]] = queue.SimpleQueue()
         self._outstanding = 0  # submitted and not yet handed back; touched by the caller only
+        self._tasks: set[asyncio.Task[None]] = set()  # strong refs; touched on the loop only
         self._pid = os.getpid()
         self._loop = shared_loop()
 
@@ -188,7 +189,15 @@ class InFlight(Generic[T]):
         self._check_process()
         self._slots.acquire()
         self._outstanding += 1
-        asyncio.run_coroutine_threadsafe(self._run(key, work), self._loop)
+        # call_soon_threadsafe + a task instead of run_coroutine_threadsafe: no
+        # concurrent.futures.Future and no cross-thread callback chaining per call, since the
+        # result travels through `_done` anyway.
+        self._loop.call_soon_threadsafe(self._start, key, work)
+
+    def _start(self, key: Hashable, work: Work[T]) -> None:
+        task = self._loop.create_task(self._run(key, work))
+        self._tasks.add(task)  # the loop keeps only weak references to tasks
+        task.add_done_callback(self._tasks.discard)
 
     async def _run(self, key: Hashable, work: Work[T]) -> None:
         completed = await _run_captured(key, work, self._semaphore)
