@@ -25,8 +25,10 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from pipelines import io, stages
 from pipelines.config import BuildConfig
 from pipelines.resources import StageResources
+from pipelines.transforms.dedup import Dedup
 from pipelines.transforms.routing import (
     DEAD,
+    KEPT,
     METRICS_NAMESPACE,
     REJECTED,
     AsyncStageFn,
@@ -115,7 +117,12 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, run_dir: str) -> None:
     verified = synth.kept | "VerifyTasks" >> Stage_(
         SyncStageFn("verify_task", plain, stages.verify_task)
     )
-    generated = verified.kept | "Generate" >> Stage_(
+    baseline = verified.kept | "NoToolBaseline" >> Stage_(
+        AsyncStageFn(
+            "baseline", with_llm, stages.no_tool_baseline_gate, config.concurrency.max_in_flight
+        )
+    )
+    generated = baseline.kept | "Generate" >> Stage_(
         AsyncStageFn(
             generate_stage,
             with_llm,
@@ -126,12 +133,28 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, run_dir: str) -> None:
     checked = generated.kept | "VerifyOutcome" >> Stage_(
         SyncStageFn("outcome", plain, stages.verify_outcome)
     )
-    exported = checked.kept | "ToDatasetRecords" >> Stage_(
+    judged = checked.kept | "Judge" >> Stage_(
+        AsyncStageFn("judge", with_llm, stages.judge_trajectory, config.concurrency.max_in_flight)
+    )
+    filtered = judged.kept | "ShortcutFilters" >> Stage_(
+        SyncStageFn("shortcut", plain, stages.shortcut_filters)
+    )
+    deduped = filtered.kept | "Dedup" >> Dedup(config.quality.dedup, run_dir)
+    exported = deduped[KEPT] | "ToDatasetRecords" >> Stage_(
         SyncStageFn("split", plain, stages.to_dataset_record)
     )
     exported.kept | "WriteDataset" >> WriteDataset(run_dir, config.output.num_shards)
+    (
+        deduped[KEPT]
+        | "GatherKept" >> beam.combiners.ToList()
+        | "Diversity" >> beam.Map(stages.diversity_json, config.quality.dedup.semantic.enabled)
+        | "WriteDiversity"
+        >> beam.io.WriteToText(
+            io.join(run_dir, io.DIVERSITY_FILE), num_shards=1, shard_name_template=""
+        )
+    )
 
-    routed = [synth, verified, generated, checked, exported]
+    routed = [synth, verified, baseline, generated, checked, judged, filtered, deduped, exported]
     (
         [r[REJECTED] for r in routed]
         | "FlattenRejected" >> beam.Flatten()
@@ -226,6 +249,9 @@ def run_build(config: BuildConfig, run_dir: str, beam_args: list[str]) -> BuildR
     io.drop_empty_splits(run_dir)
     outputs = io.count_outputs(run_dir)
     manifest = make_manifest(config, counters, outputs, time.monotonic() - started, runner)
+    diversity_path = io.join(run_dir, io.DIVERSITY_FILE)
+    if io.FileSystems.exists(diversity_path):
+        manifest["diversity"] = json.loads(io.read_text(diversity_path))
     io.write_text(io.join(run_dir, "manifest.json"), json.dumps(manifest, indent=2, sort_keys=True))
     if not manifest["accounting"]["holds"]:
         raise BuildError(

@@ -62,7 +62,13 @@ def prepare_run_dir(output: str, config_hash: str, resume: bool, overwrite: bool
                         f"--resume: {output} was built with a different config; "
                         "use a new --output or --overwrite"
                     )
-            for sub in (io.DATA_DIR, io.REJECTED_DIR, io.DEAD_LETTER_DIR, io.SUCCESS_MARKER):
+            for sub in (
+                io.DATA_DIR,
+                io.REJECTED_DIR,
+                io.DEAD_LETTER_DIR,
+                io.DIVERSITY_FILE,
+                io.SUCCESS_MARKER,
+            ):
                 io.delete_tree(io.join(output, sub))
         else:
             raise UsageError(

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from pipelines.llm.factory import BackendConfig
 from schemas import SamplingParams, canonical_json, content_hash
+from verifiers.judge import JudgeConfig
 
 
 class _Config(BaseModel):
@@ -63,6 +64,59 @@ class CacheConfig(_Config):
     enabled: bool = True
 
 
+class JudgeStageConfig(_Config):
+    """The multi-axis LLM judge. `gate: false` records judgements without rejecting."""
+
+    enabled: bool = False
+    gate: bool = True
+    settings: JudgeConfig = JudgeConfig()
+
+
+class ShortcutConfig(_Config):
+    """Programmatic shortcut-resistance filters (no LLM), plus the task-level no-tool baseline."""
+
+    answer_before_evidence: bool = True
+    hallucinated_values: bool = True
+    structural: bool = True
+    loops: bool = True
+    max_repeats: int = Field(default=3, ge=2)
+    user_fidelity: bool = True
+    no_tool_baseline: bool = True  # one LLM call per read-only task (write tasks cannot pass)
+
+
+class NearDupConfig(_Config):
+    enabled: bool = True
+    threshold: float = Field(default=0.8, gt=0, le=1)  # true shingle Jaccard of a near-dup
+    num_perm: int = Field(default=128, ge=16)
+    bands: int = Field(default=21, ge=1)
+    rows: int = Field(default=6, ge=1)
+
+    @model_validator(mode="after")
+    def _bands_fit(self) -> NearDupConfig:
+        if self.bands * self.rows > self.num_perm:
+            raise ValueError(
+                f"bands*rows ({self.bands}*{self.rows}) must be <= num_perm ({self.num_perm})"
+            )
+        return self
+
+
+class SemanticDupConfig(_Config):
+    enabled: bool = False  # loads the packaged all-MiniLM-L6-v2 embedder on each worker
+    threshold: float = Field(default=0.95, gt=0, le=1)
+
+
+class DedupConfig(_Config):
+    exact: bool = True
+    near: NearDupConfig = NearDupConfig()
+    semantic: SemanticDupConfig = SemanticDupConfig()
+
+
+class QualityConfig(_Config):
+    judge: JudgeStageConfig = JudgeStageConfig()
+    shortcut: ShortcutConfig = ShortcutConfig()
+    dedup: DedupConfig = DedupConfig()
+
+
 class BuildConfig(_Config):
     name: str = "trajforge-build"
     domain: str
@@ -75,6 +129,7 @@ class BuildConfig(_Config):
     concurrency: ConcurrencyConfig = ConcurrencyConfig()
     output: OutputConfig = OutputConfig()
     cache: CacheConfig = CacheConfig()
+    quality: QualityConfig = QualityConfig()
 
     @field_validator("domain")
     @classmethod

@@ -20,6 +20,7 @@ from schemas import DatasetRecord
 SPLITS = ("train", "validation", "test")
 SUCCESS_MARKER = "_SUCCESS"
 DATA_DIR, REJECTED_DIR, DEAD_LETTER_DIR = "data", "rejected", "dead_letter"
+DIVERSITY_FILE = "diversity.json"
 
 
 def join(base: str, *parts: str) -> str:

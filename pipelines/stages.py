@@ -153,3 +153,90 @@ def to_dataset_record(res: StageResources, trajectory: Trajectory) -> DatasetRec
         judge_scores_json=json.dumps(judge_scores, sort_keys=True),
         trajectory_json=trajectory.to_json(),
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Quality layer: judges, shortcut-resistance filters (dedup lives in transforms/dedup.py)
+
+
+async def no_tool_baseline_gate(res: StageResources, task: Task) -> Task:
+    """Refuse read-only tasks a model answers without any tool (shortcut-prone)."""
+    from verifiers.no_tool_baseline import check_shortcut_prone, is_read_only, no_tool_baseline
+
+    if not res.config.quality.shortcut.no_tool_baseline or not is_read_only(task):
+        return task
+    assert res.clients is not None
+    answer = await no_tool_baseline(
+        task, res.clients.judge, res.clients.models["judge"], derive_seed(task.id, "baseline", 0)
+    )
+    check_shortcut_prone(task, answer).raise_if_rejected()
+    return task
+
+
+async def judge_trajectory(res: StageResources, trajectory: Trajectory) -> Trajectory:
+    """Attach the multi-axis judgement; when gating, refuse low or ungradeable ones."""
+    from verifiers.judge import TrajectoryJudge, judge_gate
+
+    stage_cfg = res.config.quality.judge
+    if not stage_cfg.enabled:
+        return trajectory
+    assert res.clients is not None
+    judge = TrajectoryJudge([res.clients.judge], [res.clients.models["judge"]], stage_cfg.settings)
+    judgement = await judge.judge(
+        trajectory, res.domain.policy, derive_seed(trajectory.id, "judge", 0)
+    )
+    judged = trajectory.model_copy(update={"judgements": (*trajectory.judgements, judgement)})
+    verdict = judge_gate(judgement, stage_cfg.settings)
+    if stage_cfg.gate and not verdict.passed:
+        raise RejectedRecord(verdict.reason, verdict.detail, judged)
+    return judged
+
+
+def shortcut_filters(res: StageResources, trajectory: Trajectory) -> Trajectory:
+    """Attach signatures, then run the enabled programmatic filters; the first failure rejects."""
+    from verifiers.hallucination import check_hallucinated_values
+    from verifiers.loops import check_loops
+    from verifiers.signatures import check_answer_before_evidence, compute_signatures
+    from verifiers.structural import check_agent_tool_calls, check_narrated_actions
+    from verifiers.user_fidelity import check_user_fidelity
+
+    cfg = res.config.quality.shortcut
+    signed = trajectory.model_copy(update={"signatures": compute_signatures(trajectory)})
+    checks = [
+        (cfg.structural, check_agent_tool_calls),
+        (cfg.structural, check_narrated_actions),
+        (cfg.answer_before_evidence, check_answer_before_evidence),
+        (cfg.hallucinated_values, check_hallucinated_values),
+        (cfg.loops, lambda t: check_loops(t, cfg.max_repeats)),
+        (cfg.user_fidelity, check_user_fidelity),
+    ]
+    for enabled, check in checks:
+        if enabled:
+            verdict = check(signed)
+            if not verdict.passed:
+                raise RejectedRecord(verdict.reason, verdict.detail, signed)
+    return signed
+
+
+def diversity_json(trajectories: list[Trajectory], with_embeddings: bool) -> str:
+    """Diversity of the kept set for the manifest: Vendi score (when the embedder is enabled),
+    coverage of persona traits, task types, complexity and tools, and the prior-shortcut rate."""
+    from generators.domains import get_domain
+    from verifiers.diversity import diversity_report
+    from verifiers.signatures import prior_shortcut_rate
+
+    trajectories = sorted(trajectories, key=lambda t: t.id)
+    embeddings = None
+    if with_embeddings and len(trajectories) > 1:
+        from pipelines.transforms.dedup import dedup_text
+        from verifiers.semantic import embed
+
+        embeddings = embed([dedup_text(t) for t in trajectories])
+    tool_names = sorted(
+        {s.name for d in {t.task.domain for t in trajectories} for s in get_domain(d).toolbox.specs}
+    )
+    report = diversity_report(trajectories, embeddings=embeddings, tool_names=tool_names)
+    signatures = [t.signatures for t in trajectories if t.signatures is not None]
+    out = report.model_dump(mode="json")
+    out["prior_shortcut_rate"] = prior_shortcut_rate(signatures) if signatures else None
+    return json.dumps(out, sort_keys=True)

@@ -18,6 +18,7 @@ JudgeAxis = Literal[
 Stage = Literal[
     "synthesize",
     "verify_task",
+    "baseline",
     "rollout",
     "blueprint",
     "outcome",

@@ -13,10 +13,9 @@ name: e2e
 domain: retail
 num_tasks: 12
 seed: 3
-mode: rollout
+mode: blueprint
 roles:
-  agent: {kind: scripted, responder: echo}
-rollout: {agent: oracle, user: scripted, max_turns: 30}
+  agent: {kind: scripted, responder: blueprint}
 concurrency: {max_in_flight: 8}
 output:
   num_shards: 2
@@ -93,3 +92,39 @@ def test_multiprocessing_build(tmp_path, config_path):
     )
     assert code == 0
     check_run(out)
+
+
+ROLLOUT_DRY_RUN = """
+domain: retail
+num_tasks: 6
+mode: rollout
+roles:
+  agent: {kind: scripted, responder: rollout_dry_run}
+"""
+
+
+def test_rollout_dry_run_rejections_are_typed_and_kept(tmp_path):
+    """A rollout whose agent solves nothing: every record is rejected with a reason, none lost."""
+    cfg = tmp_path / "dry.yaml"
+    cfg.write_text(ROLLOUT_DRY_RUN)
+    out = tmp_path / "dry"
+    assert build(cfg, out) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["accounting"]["holds"]
+    rejected = [
+        json.loads(line)
+        for f in (out / "rejected").glob("*.jsonl")
+        for line in f.read_text().splitlines()
+    ]
+    assert (
+        len(rejected)
+        == manifest["accounting"]["rejected"]
+        == 6 - manifest["accounting"]["dead_lettered"]
+    )
+    outcome = [r for r in rejected if r["stage"] == "outcome"]
+    assert outcome and all(
+        r["reason"] in ("state_mismatch", "outputs_not_communicated") for r in outcome
+    )
+    # The payload is the whole trajectory with its failed outcome attached: no data lost.
+    payload = json.loads(outcome[0]["payload_json"])
+    assert payload["outcome"]["passed"] is False and payload["messages"]
