@@ -220,12 +220,12 @@ class _Verbaliser:
         return utterance.draft
 
 
-def _context(messages: list[Message], limit: int = 3) -> str:
+def _context(messages: list[Message], limit: int = 2) -> str:
     """The last few messages as short lines, for the verbaliser's prompt."""
     lines = []
     for m in messages[1:]:
         if m.role == "tool":
-            lines.append(f"Tool result: {(m.content or '')[:300]}")
+            lines.append(f"Tool result: {(m.content or '')[:160]}")
         elif m.content:
             lines.append(f"{'Customer' if m.role == 'user' else 'Agent'}: {m.content}")
     return "\n".join(lines[-limit:])

@@ -103,7 +103,8 @@ def agent_system_prompt(policy: str) -> str:
 def verbaliser_system_prompt(speaker: str, persona: Persona | None) -> str:
     """System prompt for writing one blueprint utterance as `speaker` ("customer"/"agent")."""
     who = (
-        "You write the next message of a customer in a support chat.\n" + describe_persona(persona)
+        f"You write the next message of {persona.name}, a customer in a support chat. "
+        f"Mood: {persona.traits.emotional_state}. Style: {persona.communication_style}"
         if persona is not None
         else "You write the next message of a polite customer-support agent in a chat."
     )
