@@ -37,6 +37,18 @@ from typing import Any
 
 from aiohttp import web
 
+try:  # less stub CPU per call, so the stub is further from saturation; optional
+    import orjson
+
+    _loads = orjson.loads
+
+    def _dumps(value: Any) -> str:
+        return orjson.dumps(value).decode()
+
+except ImportError:  # pragma: no cover - depends on the environment
+    _loads = json.loads
+    _dumps = json.dumps
+
 
 @dataclass(frozen=True)
 class StubConfig:
@@ -206,7 +218,7 @@ class StubApp:
     async def _answer(self, body: bytes) -> tuple[web.Response, str]:
         config = self.config
         try:
-            request = json.loads(body)
+            request = _loads(body)
         except ValueError:
             return _error(400, "body is not JSON"), "400"
         if request.get("stream"):
@@ -237,6 +249,7 @@ class StubApp:
         if config.tokens_per_s > 0:
             latency_ms += 1000.0 * completion_tokens / config.tokens_per_s
         await _sleep_ms(latency_ms)
+        prompt_tokens = _prompt_tokens(request)
         payload = {
             "id": f"chatcmpl-{digest[:24]}",
             "object": "chat.completion",
@@ -244,12 +257,13 @@ class StubApp:
             "model": request.get("model") or config.model,
             "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
             "usage": {
-                "prompt_tokens": _prompt_tokens(request),
+                "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
-                "total_tokens": _prompt_tokens(request) + completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
             },
         }
-        return web.json_response(payload), "ok" if finish_reason == "stop" else "tool_call"
+        outcome = "ok" if finish_reason == "stop" else "tool_call"
+        return web.json_response(payload, dumps=_dumps), outcome
 
 
 async def _sleep_ms(ms: float) -> None:
