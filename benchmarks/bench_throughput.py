@@ -47,7 +47,7 @@ from generators.agent import LLMAgent  # noqa: E402
 from generators.domains import get_domain  # noqa: E402
 from generators.personas import sample_persona  # noqa: E402
 from generators.rollout import run_rollout  # noqa: E402
-from generators.tooling import Domain, TaskRejected  # noqa: E402
+from generators.tooling import Domain, TaskRejected, state_hash  # noqa: E402
 from generators.user import ScriptedUser  # noqa: E402
 from pipelines.concurrency import InFlight, run_all, shared_loop  # noqa: E402
 from pipelines.llm.openai_backend import OpenAIBackend, _http_module  # noqa: E402
@@ -448,12 +448,23 @@ def run_rollouts(
     )
 
 
+def domain_cpu_ms(tasks: list[Task]) -> float:
+    """Mean CPU of building a task's initial world and hashing it, once per trajectory: work
+    that runs on the loop thread inside `run_rollout` and competes with the calls' I/O."""
+    domain = get_domain("retail")
+    cpu0 = time.process_time()
+    for task in tasks:
+        state_hash(domain.initial_state(task.initial_state))
+    return 1000.0 * (time.process_time() - cpu0) / len(tasks)
+
+
 def bench_rollout(
     concurrencies: list[int], latency_ms: float, waves: int, max_turns: int, repeats: int
 ) -> list[RolloutResult]:
     """`waves` x C trajectories per concurrency (at least 32), the stub's agent policy making
     3 tool calls per episode, so each trajectory is ~2 x max_turns + 2 sequential calls."""
     tasks = retail_tasks(max(32, waves * max(concurrencies)))
+    domain_ms = domain_cpu_ms(tasks[:16])
     config = StubConfig(latency_ms=latency_ms, tool_calls_per_episode=3)
     results = []
     with spawn_stub_process(config) as stub:
@@ -462,7 +473,7 @@ def bench_rollout(
             for concurrency in concurrencies:
                 count = max(32, waves * concurrency)
                 result = run_rollouts(stub, tasks[:count], concurrency, latency_ms, max_turns)
-                result.notes.update(repeat=repeat)
+                result.notes.update(repeat=repeat, domain_cpu_ms_per_trajectory=domain_ms)
                 results.append(result)
     return results
 
@@ -471,7 +482,7 @@ def print_rollouts(title: str, results: list[RolloutResult]) -> None:
     print(f"\n{title}")
     print(
         f"{'conc':>6}{'traj':>6}{'ok':>6}{'calls':>8}{'max/traj':>9}{'wall s':>9}{'traj/s':>9}"
-        f"{'calls/s':>9}{'eff':>7}{'eff(bound)':>11}{'cpu ms/call':>13}"
+        f"{'calls/s':>9}{'eff':>7}{'eff(bound)':>11}{'cpu ms/call':>13}{'domain ms/traj':>16}"
     )
     for result in results:
         row = result.as_json()
@@ -480,6 +491,7 @@ def print_rollouts(title: str, results: list[RolloutResult]) -> None:
             f"{result.max_calls_per_trajectory:>9}{result.wall_s:>9.2f}"
             f"{row['trajectories_per_s']:>9}{row['calls_per_s']:>9}{row['efficiency']:>7.2f}"
             f"{row['efficiency_vs_bound']:>11.2f}{row['cpu_ms_per_call']:>13.2f}"
+            f"{result.notes.get('domain_cpu_ms_per_trajectory', 0.0):>16.1f}"
         )
 
 

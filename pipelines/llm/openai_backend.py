@@ -215,10 +215,13 @@ class OpenAIBackend:
         )
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
-            self._client_loop = None
+        """Close the connections; a client made on another (maybe closed) loop is only dropped,
+        since its sockets belong to that loop."""
+        client, loop = self._client, self._client_loop
+        self._client = None
+        self._client_loop = None
+        if client is not None and loop is asyncio.get_running_loop():
+            await client.close()
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)

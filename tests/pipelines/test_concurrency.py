@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import multiprocessing
 import threading
 import time
@@ -228,3 +229,50 @@ def test_inflight_refuses_to_be_used_from_a_forked_child():
     message = queue.get(timeout=20)
     process.join(timeout=10)
     assert "another process" in message
+
+
+def test_inflight_calls_factories_on_the_loop_thread_and_keeps_tasks_alive():
+    inflight = InFlight(max_in_flight=4)
+    threads = []
+
+    async def parked(index: int) -> int:
+        threads.append(threading.current_thread().name)
+        await asyncio.sleep(0.05)  # nothing but InFlight references this task meanwhile
+        return index
+
+    for index in range(8):
+        inflight.submit(index, lambda index=index: parked(index))
+    gc.collect()
+    done = inflight.drain(timeout_s=5)
+    assert sorted(c.result for c in done) == list(range(8))
+    assert set(threads) == {"trajforge-async-loop"}
+
+
+def test_queued_work_starts_on_the_loop_as_slots_free_without_the_caller():
+    inflight = InFlight(max_in_flight=2, prefetch=3)
+    gate = threading.Event()
+    started: list[int] = []
+
+    async def unit(index: int) -> int:
+        started.append(index)
+        while not gate.is_set():
+            await asyncio.sleep(0.002)
+        return index
+
+    begin = time.monotonic()
+    for index in range(5):  # 2 running + 3 queued: none of these submits may block
+        inflight.submit(index, unit(index))
+    assert time.monotonic() - begin < 1.0
+    wait_until(lambda: len(started) == 2)
+    time.sleep(0.05)
+    assert started == [0, 1]  # never more than max_in_flight running
+    gate.set()
+    wait_until(lambda: len(started) == 5)  # no submit/ready/drain call in between
+    assert sorted(c.result for c in inflight.drain(timeout_s=5)) == [0, 1, 2, 3, 4]
+
+
+def wait_until(condition, timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.002)

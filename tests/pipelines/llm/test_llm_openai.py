@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import pickle
+import socket
 import time
 
 import pytest
 from llm_stub_server import Reply, chat_body
 
-from pipelines.llm.openai_backend import OpenAIBackend, parse_retry_after
+from pipelines.llm.openai_backend import OpenAIBackend, parse_retry_after, resolve_transport
 from schemas import ChatRequest, LLMError, Message, SamplingParams, ToolSpec
 
 REQUEST = ChatRequest(
@@ -156,3 +157,48 @@ def test_missing_key_without_base_url_is_a_clear_error(monkeypatch):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(LLMError, match="OPENAI_API_KEY"):
         OpenAIBackend("m")
+
+
+def test_default_transport_is_the_direct_aiohttp_path():
+    pytest.importorskip("aiohttp")
+    client = OpenAIBackend("m", base_url="http://127.0.0.1:1/v1")
+    assert client.transport == "aiohttp"
+    assert resolve_transport("httpx") == "httpx"
+
+
+def test_ok_status_without_choices_fails_at_once(stub_server, transport):
+    stub, url = stub_server([Reply(status=200, body={"object": "chat.completion"})])
+    with pytest.raises(LLMError, match="malformed response"):
+        asyncio.run(backend(url, transport=transport).complete(REQUEST))
+    assert stub.count == 1
+
+
+def test_refused_connection_is_retried_then_fails(transport):
+    with socket.socket() as probe:  # a port nobody listens on once the probe is closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    client = backend(f"http://127.0.0.1:{port}/v1", max_retries=2, transport=transport)
+    with pytest.raises(LLMError, match="connection error") as info:
+        asyncio.run(client.complete(REQUEST))
+    assert "3 of 3" in str(info.value)
+    assert client.stats.retries == 2
+
+
+def test_one_client_per_event_loop(stub_server, transport):
+    _, url = stub_server([Reply(body=chat_body("ok"))])
+    client = backend(url, transport=transport)
+
+    async def two_calls(close: bool):
+        await client.complete(REQUEST)
+        first = client._client
+        await client.complete(REQUEST)
+        assert client._client is first  # pooled connections are reused within a loop
+        if close:
+            await client.aclose()
+        return first
+
+    first = asyncio.run(two_calls(close=False))
+    second = asyncio.run(two_calls(close=True))
+    assert first is not second  # a new loop cannot use the old loop's connections
+    assert client._client is None
+    asyncio.run(client.aclose())  # idempotent
