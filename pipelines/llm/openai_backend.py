@@ -14,6 +14,7 @@ final error message are under our control and counted (`CallStats.retries`). No 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import functools
 import importlib.util
@@ -21,6 +22,7 @@ import os
 import random
 import sys
 import time
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -175,6 +177,7 @@ class OpenAIBackend:
         if self._client is None or self._client_loop is not loop:
             if self.transport == "aiohttp":
                 self._client = self._aiohttp_session()
+                weakref.finalize(self, _close_on_its_loop, self._client, loop)
             else:
                 self._client = self._sdk_client()
             self._client_loop = loop
@@ -367,6 +370,25 @@ class OpenAIBackend:
             ),
             latency_s=latency_s,
         )
+
+
+def _close_on_its_loop(session: Any, loop: asyncio.AbstractEventLoop) -> None:
+    """Finalizer of a backend's aiohttp session (backend collected, or interpreter exit).
+
+    Pipelines never close their clients explicitly, and an unclosed session logs an error at
+    exit; closing it on its own loop while that loop still runs (the shared loop does until the
+    process ends) keeps a build's log clean. A session whose loop is gone is left to the GC.
+    """
+    if session.closed or loop.is_closed() or not loop.is_running():
+        return
+    future = asyncio.run_coroutine_threadsafe(session.close(), loop)
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is not loop:  # never block a loop on itself
+        with contextlib.suppress(Exception):
+            future.result(timeout=2.0)
 
 
 @dataclass(frozen=True, slots=True)

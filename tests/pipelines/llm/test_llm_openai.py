@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import functools
+import gc
 import pickle
 import socket
 import time
@@ -10,6 +12,7 @@ import time
 import pytest
 from llm_stub_server import Reply, chat_body
 
+from pipelines.concurrency import run_all
 from pipelines.llm.openai_backend import OpenAIBackend, parse_retry_after, resolve_transport
 from schemas import ChatRequest, LLMError, Message, SamplingParams, ToolSpec
 
@@ -202,3 +205,15 @@ def test_one_client_per_event_loop(stub_server, transport):
     assert first is not second  # a new loop cannot use the old loop's connections
     assert client._client is None
     asyncio.run(client.aclose())  # idempotent
+
+
+def test_collected_backend_closes_its_session_on_the_shared_loop(stub_server):
+    pytest.importorskip("aiohttp")
+    _, url = stub_server([Reply(body=chat_body("ok"))])
+    client = backend(url)
+    run_all([functools.partial(client.complete, REQUEST)], max_in_flight=1)
+    session = client._client
+    assert not session.closed
+    del client
+    gc.collect()
+    assert session.closed  # no "Unclosed client session" at the end of a build
