@@ -130,3 +130,16 @@ def test_persistent_user_role_confusion_is_rejected(toy_task, toy_domain, proven
     with pytest.raises(Rejected) as err:
         rollout(toy_task, toy_domain, OracleAgent(toy_task), user, provenance)
     assert err.value.reason == "role_confusion"
+
+
+def test_dry_run_responder_drives_both_sides(toy_task, toy_domain, provenance):
+    from pipelines.llm.responders import RESPONDERS
+    from verifiers.outcome import verify_outcome
+
+    llm = ScriptedLLM(responder=RESPONDERS["rollout_dry_run"])
+    user = LLMUser(llm, "u", toy_task)
+    traj = rollout(toy_task, toy_domain, LLMAgent(llm, "a"), user, provenance)
+    assert traj.termination == "user_stop"
+    assert traj.messages[1].content == toy_task.scenario.reason_for_contact
+    result = verify_outcome(traj, toy_domain)
+    assert not result.passed and not result.state_match and result.termination_ok
