@@ -37,6 +37,7 @@ def first_person(reason: str) -> str:
     text = re.sub(r"^You want\b", "Hi, I want", text)
     text = re.sub(r"^You\b", "Hi, I", text)
     text = re.sub(r"\bthe account's\b", "my account's", text)
+    text = re.sub(r"\byou\b", "I", text)
     return re.sub(r"\byour\b", "my", text)
 
 

@@ -116,3 +116,12 @@ def test_scripted_user_confirms_and_stops(toy_task):
     assert _said(user, "I will deposit 25.50. Do you confirm (yes/no)?").startswith("Yes")
     reply = run(user.reply([Message(role="assistant", content="All done. Anything else?")], 0))
     assert reply.stop == "user_stop"
+
+
+def test_first_person_reason():
+    from generators.prompts import first_person
+
+    reason = "You want to return items you received, then update the account's address."
+    assert first_person(reason) == (
+        "Hi, I want to return items I received, then update my account's address."
+    )
