@@ -2,9 +2,10 @@
 
 Two transports. "aiohttp" (the default when aiohttp is installed) posts the request straight
 to `<base_url>/chat/completions` with one `aiohttp.ClientSession` per backend and event loop:
-the SDK's request building, header and option models cost ~0.4 ms of loop-thread CPU per call,
-which at 64 calls in flight and 50 ms latency was the difference between 0.55 and 0.85+
-efficiency (benchmarks/README.md). "httpx" goes through `AsyncOpenAI` (no aiohttp needed).
+the SDK's per-request option, header and response models cost 0.6-0.7 ms of loop-thread CPU
+per call against 0.12-0.18 ms here, which at 64 calls in flight and 50 ms latency was 0.57-0.76
+against 0.83-0.90 efficiency (benchmarks/README.md). "httpx" goes through `AsyncOpenAI` (no
+aiohttp needed).
 
 Retries are ours on both (the SDK's are off): exponential backoff and full jitter on 429, 5xx,
 timeouts and connection errors, honouring `Retry-After`, so the retry budget, the waits and the
@@ -274,7 +275,7 @@ class OpenAIBackend:
                 status = http_response.status
                 if status < 300:
                     return _loads(await http_response.read())
-                detail = (await http_response.text())[:500]
+                detail = (await http_response.read())[:500].decode("utf-8", "replace")
                 return _Failure(
                     f"HTTP {status}",
                     _is_retryable(status),
