@@ -49,6 +49,7 @@ from schemas import (
 )
 
 Speaker = Literal["user", "assistant"]
+Verbalise = Literal["all", "user", "none"]
 
 DEFAULT_SAMPLING = SamplingParams(temperature=0.7, max_tokens=64)
 
@@ -198,12 +199,18 @@ class _Verbaliser:
     model_written: int = 0
     templated: int = 0
 
+    async def keep_draft(self, utterance: Utterance) -> str:
+        self.templated += 1
+        return utterance.draft
+
     async def write(self, index: int, utterance: Utterance, context: str) -> str:
         speaker = "customer" if utterance.speaker == "user" else "agent"
         persona = self.task.persona if utterance.speaker == "user" else None
         system = Message(role="system", content=verbaliser_system_prompt(speaker, persona))
         prompt = verbaliser_user_prompt(utterance.draft, utterance.required, context)
-        for attempt in range(self.max_retries + 1):
+        # Greedy decoding ignores the seed: a retry would repeat the same answer, so don't pay it.
+        attempts = self.max_retries + 1 if self.sampling.temperature > 0 else 1
+        for attempt in range(attempts):
             request = ChatRequest(
                 model=self.model,
                 messages=(system, Message(role="user", content=prompt)),
@@ -218,6 +225,10 @@ class _Verbaliser:
                 return text
         self.templated += 1
         return utterance.draft
+
+
+def _selected(utterance: Utterance, verbalise: Verbalise) -> bool:
+    return verbalise == "all" or (verbalise == "user" and utterance.speaker == "user")
 
 
 def _context(messages: list[Message], limit: int = 2) -> str:
@@ -280,15 +291,26 @@ async def run_blueprint(
     provenance: Provenance,
     sampling: SamplingParams = DEFAULT_SAMPLING,
     max_retries: int = 1,
+    verbalise: Verbalise = "all",
 ) -> Trajectory:
-    """A grounded trajectory for `task`: gold skeleton, verbalised utterances, entity-checked."""
+    """A grounded trajectory for `task`: gold skeleton, verbalised utterances, entity-checked.
+
+    `verbalise` picks which utterances an LLM rewrites ("all", only the "user" turns, or
+    "none"); the others keep their deterministic drafts. On a small CPU model, rewriting only
+    the user's turns (where the persona's voice matters) halves the cost of a trajectory.
+    """
     state, calls = execute_skeleton(task, domain)
     plan = plan_blueprint(task, calls)
     system = Message(role="system", content=agent_system_prompt(domain.policy))
     contexts = draft_contexts(plan, system)
     writer = _Verbaliser(llm, model, task, seed, sampling, max_retries)
     written = await asyncio.gather(
-        *(writer.write(i, plan[i], context) for i, context in contexts.items())  # type: ignore[arg-type]
+        *(
+            writer.write(i, plan[i], context)  # type: ignore[arg-type]
+            if _selected(plan[i], verbalise)  # type: ignore[arg-type]
+            else writer.keep_draft(plan[i])  # type: ignore[arg-type]
+            for i, context in contexts.items()
+        )
     )
     messages, steps = assemble(plan, dict(zip(contexts, written, strict=True)), system)
     counts = {

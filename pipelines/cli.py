@@ -35,6 +35,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     mode.add_argument("--overwrite", action="store_true", help="delete --output first")
     build.add_argument("--no-progress", action="store_true", help="no progress bar")
+    calib = sub.add_parser(
+        "calibrate", help="agreement of the run's LLM judge with the programmatic outcome"
+    )
+    calib.add_argument("--run", required=True, help="a finished run directory")
+    calib.add_argument("--limit", type=int, default=None, help="judge at most this many")
     return parser
 
 
@@ -117,12 +122,28 @@ def cmd_build(args: argparse.Namespace, beam_args: list[str]) -> int:
     return 0
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from pipelines.calibrate import calibrate_run
+
+    run = args.run.rstrip("/")
+    if not io.FileSystems.exists(io.join(run, io.SUCCESS_MARKER)):
+        raise UsageError(f"{run} is not a finished run directory (no {io.SUCCESS_MARKER})")
+    report = calibrate_run(run, args.limit)
+    for key in ("judge", "n", "skipped", "ungradeable", "accuracy", "precision", "recall"):
+        print(f"{key:<14}{report[key]}")
+    print(f"{'cohen_kappa':<14}{report['cohen_kappa']:.3f}")
+    print(f"\nWritten to {run}/calibration.json")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     args, beam_args = _parser().parse_known_args(argv)
     try:
         if args.command == "build":
             return cmd_build(args, beam_args)
+        if args.command == "calibrate":
+            return cmd_calibrate(args)
     except (ConfigError, UsageError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

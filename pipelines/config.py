@@ -36,6 +36,13 @@ class RolloutConfig(_Config):
     agent: Literal["llm", "oracle"] = "llm"
 
 
+class BlueprintConfig(_Config):
+    """Blueprint mode: which utterances the LLM rewrites (the rest keep their drafts)."""
+
+    verbalise: Literal["all", "user", "none"] = "all"
+    max_retries: int = Field(default=1, ge=0, le=10)
+
+
 class ConcurrencyConfig(_Config):
     max_in_flight: int = Field(default=64, ge=1, le=4096)
 
@@ -126,6 +133,7 @@ class BuildConfig(_Config):
     roles: RolesConfig
     sampling: SamplingParams = SamplingParams(temperature=0.0, max_tokens=128)
     rollout: RolloutConfig = RolloutConfig()
+    blueprint: BlueprintConfig = BlueprintConfig()
     concurrency: ConcurrencyConfig = ConcurrencyConfig()
     output: OutputConfig = OutputConfig()
     cache: CacheConfig = CacheConfig()

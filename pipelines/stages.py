@@ -66,6 +66,8 @@ async def generate_trajectory(res: StageResources, task: Task) -> Trajectory:
             seed=seed,
             provenance=provenance,
             sampling=cfg.sampling,
+            max_retries=cfg.blueprint.max_retries,
+            verbalise=cfg.blueprint.verbalise,
         )
     from generators.agent import LLMAgent, OracleAgent
     from generators.rollout import run_rollout

@@ -67,10 +67,22 @@ def rollout_dry_run(request: ChatRequest) -> str:
     return "Thank you for the details. Is there anything else I can help you with?"
 
 
+def judge_approves(request: ChatRequest) -> str:
+    """An LLM judge that passes every rubric criterion: a fixed, well-formed judge answer for
+    offline builds and for testing calibration plumbing (it agrees with nothing on purpose)."""
+    import json
+
+    from verifiers.judge import RUBRIC, criterion_ids
+
+    verdicts = {c: {"passed": True, "rationale": "scripted"} for c in criterion_ids(tuple(RUBRIC))}
+    return json.dumps({"criteria": verdicts}, sort_keys=True)
+
+
 RESPONDERS = MappingProxyType(
     {
         "echo": echo_last_user,
         "blueprint": blueprint_writer,
         "rollout_dry_run": rollout_dry_run,
+        "judge_approves": judge_approves,
     }
 )

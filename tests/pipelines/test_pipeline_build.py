@@ -128,3 +128,26 @@ def test_rollout_dry_run_rejections_are_typed_and_kept(tmp_path):
     # The payload is the whole trajectory with its failed outcome attached: no data lost.
     payload = json.loads(outcome[0]["payload_json"])
     assert payload["outcome"]["passed"] is False and payload["messages"]
+
+
+def test_calibrate_reports_judge_agreement_with_outcome(tmp_path, capsys):
+    """A judge that approves everything: agrees on passed runs, disagrees on failed ones."""
+    judge = "  judge: {kind: scripted, responder: judge_approves}\n"
+    failing = tmp_path / "failing.yaml"
+    failing.write_text(ROLLOUT_DRY_RUN.replace("roles:\n", "roles:\n" + judge))
+    passing = tmp_path / "passing.yaml"
+    passing.write_text(CONFIG.replace("roles:\n", "roles:\n" + judge))
+    assert build(failing, tmp_path / "f") == 0
+    assert build(passing, tmp_path / "p") == 0
+
+    assert main(["calibrate", "--run", str(tmp_path / "f")]) == 0
+    bad = json.loads((tmp_path / "f" / "calibration.json").read_text())
+    assert bad["n"] > 0 and bad["false_positive"] == bad["n"] and bad["true_positive"] == 0
+    assert bad["accuracy"] == 0.0
+
+    assert main(["calibrate", "--run", str(tmp_path / "p"), "--limit", "5"]) == 0
+    good = json.loads((tmp_path / "p" / "calibration.json").read_text())
+    assert good["n"] == 5 and good["true_positive"] == 5 and good["accuracy"] == 1.0
+    assert "cohen_kappa" in capsys.readouterr().out
+
+    assert main(["calibrate", "--run", str(tmp_path)]) == 2  # not a run directory

@@ -1,0 +1,70 @@
+"""`trajforge calibrate`: how far the LLM judge agrees with the programmatic outcome verifier.
+
+The outcome verifier (replayed state hash + expected outputs) is ground truth for task success.
+Calibration judges a built run's trajectories, the kept ones (outcome passed) and the ones the
+outcome stage rejected (outcome failed, kept whole in rejected/), with the run's judge binding,
+and reports accuracy, precision, recall and Cohen's kappa of the judge's task_success axis.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pyarrow.parquet as pq
+
+from pipelines import io
+from pipelines.config import BuildConfig
+from schemas import Trajectory, derive_seed
+
+
+def run_trajectories(run_dir: str, limit: int | None = None) -> Iterator[Trajectory]:
+    """Kept trajectories and outcome-rejected ones (those carry a failed outcome)."""
+    count = 0
+    for split in io.SPLITS:
+        for path in io.split_files(run_dir, split):
+            with io.FileSystems.open(path) as f:
+                table = pq.read_table(f, columns=["trajectory_json"])
+            for text in table.column("trajectory_json").to_pylist():
+                if limit is not None and count >= limit:
+                    return
+                count += 1
+                yield Trajectory.from_json(text)
+    for rejection in io.jsonl_records(run_dir, io.REJECTED_DIR):
+        if rejection["stage"] != "outcome":
+            continue
+        if limit is not None and count >= limit:
+            return
+        count += 1
+        yield Trajectory.from_json(rejection["payload_json"])
+
+
+def calibrate_run(run_dir: str, limit: int | None = None) -> dict:
+    from generators.domains import get_domain
+    from pipelines.concurrency import run_all
+    from pipelines.resources import shared_role_clients
+    from verifiers.calibration import calibrate
+    from verifiers.judge import TrajectoryJudge
+
+    config = BuildConfig.model_validate(json.loads(io.read_text(io.join(run_dir, "config.json"))))
+    clients = shared_role_clients(config, run_dir)
+    judge = TrajectoryJudge(
+        [clients.judge], [clients.models["judge"]], config.quality.judge.settings
+    )
+    policy = get_domain(config.domain).policy
+    trajectories = list(run_trajectories(run_dir, limit))
+
+    async def judged(t: Trajectory) -> Trajectory:
+        judgement = await judge.judge(t, policy, derive_seed(t.id, "calibrate", 0))
+        return t.model_copy(update={"judgements": (*t.judgements, judgement)})
+
+    results = run_all(
+        [lambda t=t: judged(t) for t in trajectories], config.concurrency.max_in_flight
+    )
+    report = calibrate(results).model_dump(mode="json")
+    report["judge"] = judge.name
+    report["ungradeable"] = sum(
+        1 for t in results if t.judgements and t.judgements[-1].status == "ungradeable"
+    )
+    io.write_text(io.join(run_dir, "calibration.json"), json.dumps(report, indent=2))
+    return report
