@@ -167,6 +167,32 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, run_dir: str) -> None:
     )
 
 
+LOCAL_RUNNERS = ("FnApiRunner", "DirectRunner", "BundleBasedDirectRunner", "PrismRunner")
+
+
+def progress_line(counters: dict[str, int]) -> str:
+    """kept / rejected / failed / LLM calls, from the stage counters (same as the local bar)."""
+    kept = counters.get("split.kept", 0)
+    rejected = sum(v for k, v in counters.items() if ".rejected." in k)
+    failed = sum(v for k, v in counters.items() if k.endswith(".dead_letter"))
+    calls = counters.get("tokens.llm_calls", 0)
+    return f"kept={kept} rejected={rejected} failed={failed} llm_calls={calls}"
+
+
+def poll_remote(result: Any, every_s: int = 30) -> None:
+    """Remote runners (Dataflow, Flink, Spark): print the job's counters until it ends."""
+    from apache_beam.runners.runner import PipelineState
+
+    while not PipelineState.is_terminal(result.state):
+        try:
+            result.wait_until_finish(duration=every_s * 1000)
+        except TypeError:  # runners without `duration` simply block until done
+            result.wait_until_finish()
+        print(f"[{result.state}] {progress_line(stage_counters(result))}", flush=True)
+    if result.state != PipelineState.DONE:
+        raise BuildError(f"the pipeline ended in state {result.state}")
+
+
 def stage_counters(result: Any) -> dict[str, int]:
     """Counter values by name (`<stage>.kept`, `<stage>.rejected.<reason>`, tokens...)."""
     counters: dict[str, int] = {}
@@ -244,7 +270,10 @@ def run_build(config: BuildConfig, run_dir: str, beam_args: list[str]) -> BuildR
     p = beam.Pipeline(options=options)
     build_pipeline(p, config, run_dir)
     result = p.run()
-    result.wait_until_finish()
+    if runner in LOCAL_RUNNERS:
+        result.wait_until_finish()
+    else:
+        poll_remote(result)
     counters = stage_counters(result)
     io.drop_empty_splits(run_dir)
     outputs = io.count_outputs(run_dir)

@@ -28,6 +28,9 @@ class OpenAIBackendConfig(_BackendConfig):
     model: str
     base_url: str | None = None  # None: $OPENAI_BASE_URL, else the OpenAI API
     api_key_env: str = "OPENAI_API_KEY"
+    # Google Secret Manager version to read the key from on each worker (Dataflow), e.g.
+    # "projects/P/secrets/openai-key/versions/latest"; needs the `dataflow` extra.
+    api_key_secret: str | None = None
     timeout_s: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=6, ge=0)
     backoff_base_s: float = Field(default=0.5, ge=0)
@@ -79,6 +82,19 @@ def model_name(cfg: BackendConfig) -> str:
     return f"scripted:{cfg.responder}"
 
 
+def read_secret(name: str) -> str:
+    """The payload of a Secret Manager secret version, read where the client is built (on the
+    worker), so the key never travels in pipeline options or logs."""
+    try:
+        from google.cloud import secretmanager
+    except ImportError as err:
+        raise LLMError(
+            "api_key_secret needs google-cloud-secret-manager: pip install 'trajforge[dataflow]'"
+        ) from err
+    client = secretmanager.SecretManagerServiceClient()
+    return client.access_secret_version(name=name).payload.data.decode("utf-8").strip()
+
+
 def build_client(
     cfg: BackendConfig, cache: ResponseCache | None = None, stats: CallStats | None = None
 ) -> AccountingLLM:
@@ -97,6 +113,7 @@ def _build_backend(cfg: BackendConfig, stats: CallStats) -> Any:
         return OpenAIBackend(
             cfg.model,
             base_url=cfg.base_url,
+            api_key=read_secret(cfg.api_key_secret) if cfg.api_key_secret else None,
             api_key_env=cfg.api_key_env,
             timeout_s=cfg.timeout_s,
             max_retries=cfg.max_retries,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from importlib import resources
 
 from generators.domains.retail import tasks
@@ -32,7 +34,7 @@ class RetailDomain:
 
     def initial_state(self, init: InitialState) -> RetailState:
         """The seeded world with the task's patches applied (a fresh object every call)."""
-        state = generate_state(init.seed)
+        state = RetailState.model_validate(_seeded_world(init.seed))
         if init.patches:
             state = apply_patches(state, init.patches)
         return state  # type: ignore[return-value]
@@ -40,3 +42,11 @@ class RetailDomain:
     def synthesize_task(self, persona: Persona, seed: int) -> Task:
         """An unverified task (run `verify_task` next); raises TaskRejected if none is feasible."""
         return tasks.synthesize_task(self.toolbox, self.initial_state, persona, seed)
+
+
+@functools.lru_cache(maxsize=256)
+def _seeded_world(seed: int) -> dict:
+    """The generated world for a seed, as plain data. One task's stages rebuild its initial state
+    many times (synthesis, verification, replay); validating this dump is ~3x cheaper than
+    generating again, and validation builds fresh objects, so callers never share state."""
+    return generate_state(seed).model_dump(mode="json")
