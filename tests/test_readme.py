@@ -1,0 +1,20 @@
+"""The README's Python example runs as written (on the embedded model) and verifies."""
+
+import re
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def python_block_after(heading: str) -> str:
+    text = README.read_text()
+    section = text.split(heading, 1)[1]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def test_readme_one_trajectory_example_runs(capsys):
+    code = python_block_after("## One trajectory from Python")
+    exec(compile(code, "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "outcome passed: True" in out
+    assert "tool:" in out
