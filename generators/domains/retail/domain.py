@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-
 from importlib import resources
 
 from generators.domains.retail import tasks
