@@ -32,7 +32,7 @@ from pipelines.transforms.routing import (
     METRICS_NAMESPACE,
     REJECTED,
     AsyncStageFn,
-    Stage_,
+    RoutedStage,
     SyncStageFn,
 )
 from schemas import canonical_json
@@ -111,18 +111,18 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, run_dir: str) -> None:
     generate_stage = "blueprint" if config.mode == "blueprint" else "rollout"
 
     seeds = p | "Seeds" >> beam.Create(range(config.num_tasks)) | "Reshuffle" >> beam.Reshuffle()
-    synth = seeds | "SynthesizeTasks" >> Stage_(
+    synth = seeds | "SynthesizeTasks" >> RoutedStage(
         SyncStageFn("synthesize", plain, stages.synthesize_task)
     )
-    verified = synth.kept | "VerifyTasks" >> Stage_(
+    verified = synth.kept | "VerifyTasks" >> RoutedStage(
         SyncStageFn("verify_task", plain, stages.verify_task)
     )
-    baseline = verified.kept | "NoToolBaseline" >> Stage_(
+    baseline = verified.kept | "NoToolBaseline" >> RoutedStage(
         AsyncStageFn(
             "baseline", with_llm, stages.no_tool_baseline_gate, config.concurrency.max_in_flight
         )
     )
-    generated = baseline.kept | "Generate" >> Stage_(
+    generated = baseline.kept | "Generate" >> RoutedStage(
         AsyncStageFn(
             generate_stage,
             with_llm,
@@ -130,17 +130,17 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, run_dir: str) -> None:
             config.concurrency.max_in_flight,
         )
     )
-    checked = generated.kept | "VerifyOutcome" >> Stage_(
+    checked = generated.kept | "VerifyOutcome" >> RoutedStage(
         SyncStageFn("outcome", plain, stages.verify_outcome)
     )
-    judged = checked.kept | "Judge" >> Stage_(
+    judged = checked.kept | "Judge" >> RoutedStage(
         AsyncStageFn("judge", with_llm, stages.judge_trajectory, config.concurrency.max_in_flight)
     )
-    filtered = judged.kept | "ShortcutFilters" >> Stage_(
+    filtered = judged.kept | "ShortcutFilters" >> RoutedStage(
         SyncStageFn("shortcut", plain, stages.shortcut_filters)
     )
     deduped = filtered.kept | "Dedup" >> Dedup(config.quality.dedup, run_dir)
-    exported = deduped[KEPT] | "ToDatasetRecords" >> Stage_(
+    exported = deduped[KEPT] | "ToDatasetRecords" >> RoutedStage(
         SyncStageFn("split", plain, stages.to_dataset_record)
     )
     exported.kept | "WriteDataset" >> WriteDataset(run_dir, config.output.num_shards)

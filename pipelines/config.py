@@ -108,7 +108,7 @@ class NearDupConfig(_Config):
 
 
 class SemanticDupConfig(_Config):
-    enabled: bool = False  # loads the packaged all-MiniLM-L6-v2 embedder on each worker
+    enabled: bool = True  # the packaged all-MiniLM-L6-v2 embedder, loaded once per worker
     threshold: float = Field(default=0.95, gt=0, le=1)
 
 

@@ -12,6 +12,8 @@ Every element yields exactly one output, which is what makes the build's account
 
 from __future__ import annotations
 
+import functools
+import logging
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -26,6 +28,15 @@ from schemas import DeadLetter, Record, Rejected, Rejection, Stage, canonical_js
 
 KEPT, REJECTED, DEAD = "kept", "rejected", "dead_letter"
 METRICS_NAMESPACE = "trajforge"
+
+
+CHATTY_LOGGERS = ("httpx", "httpcore", "openai", "aiohttp.access", "aiohttp.client", "urllib3")
+
+
+def silence_http_loggers() -> None:
+    """Per-request INFO lines from HTTP clients would flood worker logs at hundreds of calls/s."""
+    for name in CHATTY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def record_id_of(element: Any) -> str:
@@ -137,6 +148,7 @@ class AsyncStageFn(beam.DoFn):
         self.max_in_flight = max_in_flight
 
     def setup(self):
+        silence_http_loggers()
         self.resources.setup()
         self.counters = StageCounters(self.stage, self.resources.run_dir)
 
@@ -147,9 +159,13 @@ class AsyncStageFn(beam.DoFn):
                 self.counters.inc(f"tokens.{name}", getattr(cost, name))
 
     def start_bundle(self):
-        from pipelines.concurrency import InFlight
+        from pipelines.concurrency import InFlight, process_semaphore
 
-        self.in_flight = InFlight(self.max_in_flight)
+        # One budget per stage for the whole process: several DoFn threads (or instances) in
+        # a worker share it instead of multiplying the concurrency the endpoint sees.
+        self.in_flight = InFlight(
+            self.max_in_flight, semaphore=process_semaphore(self.max_in_flight, name=self.stage)
+        )
         self.elements: dict[int, Any] = {}
         self._next_key = 0
 
@@ -171,7 +187,7 @@ class AsyncStageFn(beam.DoFn):
         key = self._next_key
         self._next_key += 1
         self.elements[key] = element
-        self.in_flight.submit(key, self.logic(self.resources, element))
+        self.in_flight.submit(key, functools.partial(self.logic, self.resources, element))
         yield from self._emit(self.in_flight.ready(), windowed=False)
 
     def finish_bundle(self):
@@ -179,11 +195,11 @@ class AsyncStageFn(beam.DoFn):
         self.counters.flush()
 
 
-class Stage_(beam.PTransform):
+class RoutedStage(beam.PTransform):
     """ParDo(fn) with the three outputs; `.kept`, `.rejected`, `.dead_letter` on the result."""
 
     def __init__(self, fn: beam.DoFn, label: str | None = None):
-        super().__init__(label)
+        super().__init__(label or f"Routed[{fn.stage}]")
         self.fn = fn
 
     def expand(self, pcoll):
