@@ -80,6 +80,10 @@ def test_scripted_build_layout_manifest_and_accounting(tmp_path, config_path, ca
     assert build(config_path, out) == 2
     assert build(config_path, out, "--resume") == 0
     again = check_run(out)
+    # The resumed build paid for nothing: every LLM call came from the response cache.
+    assert again["tokens"]["llm_calls"] == manifest["tokens"]["llm_calls"] > 0
+    assert again["tokens"]["cached_calls"] == again["tokens"]["llm_calls"]
+    assert manifest["tokens"]["cached_calls"] == 0
     rows = {s: v["rows"] for s, v in again["outputs"]["splits"].items()}
     assert rows == {s: v["rows"] for s, v in manifest["outputs"]["splits"].items()}
 
