@@ -13,8 +13,19 @@ import argparse
 import logging
 import sys
 
-from pipelines import io
-from pipelines.config import ConfigError, load_config
+
+class _DropOptionalGcpNotice(logging.Filter):
+    """Beam warns at import that its optional GCP clients are absent; local builds need none."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("apitools not found")
+
+
+# Installed before Beam is imported (below): the notice is logged on the root logger at import.
+logging.getLogger().addFilter(_DropOptionalGcpNotice())
+
+from pipelines import io  # noqa: E402
+from pipelines.config import ConfigError, load_config  # noqa: E402
 
 
 class UsageError(Exception):

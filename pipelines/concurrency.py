@@ -19,6 +19,7 @@ across the bundle reaches the endpoint's real capacity. The design (DESIGN.md, "
 from __future__ import annotations
 
 import asyncio
+import atexit
 import collections
 import os
 import queue
@@ -73,10 +74,25 @@ def _start_loop_thread() -> asyncio.AbstractEventLoop:
         asyncio.set_event_loop(loop)
         loop.call_soon(started.set)
         loop.run_forever()
+        # Stopped at exit: cancel what is left (idle batchers, keep-alive sessions) so nothing
+        # is destroyed while pending, then close.
+        pending = asyncio.all_tasks(loop)
+        for task in pending:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.close()
 
-    threading.Thread(target=run, name="trajforge-async-loop", daemon=True).start()
+    thread = threading.Thread(target=run, name="trajforge-async-loop", daemon=True)
+    thread.start()
     started.wait()
+    atexit.register(_stop_loop, loop, thread)
     return loop
+
+
+def _stop_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
+    if thread.is_alive() and not loop.is_closed():
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=5)
 
 
 _PROCESS = _ProcessLoop()

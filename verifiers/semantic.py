@@ -40,7 +40,9 @@ def load_embedder() -> SentenceTransformer:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as hf_logging
 
+    hf_logging.disable_progress_bar()  # a "Loading weights" bar per worker is noise in build logs
     return SentenceTransformer(model_dir(), device="cpu")
 
 
