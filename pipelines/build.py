@@ -105,56 +105,55 @@ class WriteJsonl(beam.PTransform):
 
 
 def build_pipeline(p: beam.Pipeline, config: BuildConfig, run_dir: str) -> None:
-    """Compose the stages on pipeline `p`."""
+    """Compose the stages on pipeline `p`; disabled optional stages are left out entirely."""
     plain = StageResources(config, run_dir)
     with_llm = StageResources(config, run_dir, needs_llm=True)
-    generate_stage = "blueprint" if config.mode == "blueprint" else "rollout"
+    quality = config.quality
+    in_flight = config.concurrency.max_in_flight
+    routed = []
+
+    def stage(pcoll, label: str, fn: beam.DoFn):
+        result = pcoll | label >> RoutedStage(fn)
+        routed.append(result)
+        return result[KEPT]
 
     seeds = p | "Seeds" >> beam.Create(range(config.num_tasks)) | "Reshuffle" >> beam.Reshuffle()
-    synth = seeds | "SynthesizeTasks" >> RoutedStage(
-        SyncStageFn("synthesize", plain, stages.synthesize_task)
+    tasks = stage(
+        seeds, "SynthesizeTasks", SyncStageFn("synthesize", plain, stages.synthesize_task)
     )
-    verified = synth.kept | "VerifyTasks" >> RoutedStage(
-        SyncStageFn("verify_task", plain, stages.verify_task)
-    )
-    baseline = verified.kept | "NoToolBaseline" >> RoutedStage(
-        AsyncStageFn(
-            "baseline", with_llm, stages.no_tool_baseline_gate, config.concurrency.max_in_flight
+    tasks = stage(tasks, "VerifyTasks", SyncStageFn("verify_task", plain, stages.verify_task))
+    if quality.shortcut.no_tool_baseline:
+        tasks = stage(
+            tasks,
+            "NoToolBaseline",
+            AsyncStageFn("baseline", with_llm, stages.no_tool_baseline_gate, in_flight),
         )
+    generate_stage = "blueprint" if config.mode == "blueprint" else "rollout"
+    trajs = stage(
+        tasks,
+        "Generate",
+        AsyncStageFn(generate_stage, with_llm, stages.generate_trajectory, in_flight),
     )
-    generated = baseline.kept | "Generate" >> RoutedStage(
-        AsyncStageFn(
-            generate_stage,
-            with_llm,
-            stages.generate_trajectory,
-            config.concurrency.max_in_flight,
+    trajs = stage(trajs, "VerifyOutcome", SyncStageFn("outcome", plain, stages.verify_outcome))
+    if quality.judge.enabled:
+        trajs = stage(
+            trajs, "Judge", AsyncStageFn("judge", with_llm, stages.judge_trajectory, in_flight)
         )
-    )
-    checked = generated.kept | "VerifyOutcome" >> RoutedStage(
-        SyncStageFn("outcome", plain, stages.verify_outcome)
-    )
-    judged = checked.kept | "Judge" >> RoutedStage(
-        AsyncStageFn("judge", with_llm, stages.judge_trajectory, config.concurrency.max_in_flight)
-    )
-    filtered = judged.kept | "ShortcutFilters" >> RoutedStage(
-        SyncStageFn("shortcut", plain, stages.shortcut_filters)
-    )
-    deduped = filtered.kept | "Dedup" >> Dedup(config.quality.dedup, run_dir)
-    exported = deduped[KEPT] | "ToDatasetRecords" >> RoutedStage(
-        SyncStageFn("split", plain, stages.to_dataset_record)
-    )
-    exported.kept | "WriteDataset" >> WriteDataset(run_dir, config.output.num_shards)
+    trajs = stage(trajs, "ShortcutFilters", SyncStageFn("shortcut", plain, stages.shortcut_filters))
+    deduped = trajs | "Dedup" >> Dedup(quality.dedup, run_dir)
+    routed.append(deduped)
+    kept = deduped[KEPT]
+    records = stage(kept, "ToDatasetRecords", SyncStageFn("split", plain, stages.to_dataset_record))
+    records | "WriteDataset" >> WriteDataset(run_dir, config.output.num_shards)
     (
-        deduped[KEPT]
+        kept
         | "GatherKept" >> beam.combiners.ToList()
-        | "Diversity" >> beam.Map(stages.diversity_json, config.quality.dedup.semantic.enabled)
+        | "Diversity" >> beam.Map(stages.diversity_json, quality.dedup.semantic.enabled)
         | "WriteDiversity"
         >> beam.io.WriteToText(
             io.join(run_dir, io.DIVERSITY_FILE), num_shards=1, shard_name_template=""
         )
     )
-
-    routed = [synth, verified, baseline, generated, checked, judged, filtered, deduped, exported]
     (
         [r[REJECTED] for r in routed]
         | "FlattenRejected" >> beam.Flatten()

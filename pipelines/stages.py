@@ -165,7 +165,7 @@ async def no_tool_baseline_gate(res: StageResources, task: Task) -> Task:
     """Refuse read-only tasks a model answers without any tool (shortcut-prone)."""
     from verifiers.no_tool_baseline import check_shortcut_prone, is_read_only, no_tool_baseline
 
-    if not res.config.quality.shortcut.no_tool_baseline or not is_read_only(task):
+    if not is_read_only(task):  # a write task cannot succeed without tools
         return task
     assert res.clients is not None
     answer = await no_tool_baseline(
@@ -180,8 +180,6 @@ async def judge_trajectory(res: StageResources, trajectory: Trajectory) -> Traje
     from verifiers.judge import TrajectoryJudge, judge_gate
 
     stage_cfg = res.config.quality.judge
-    if not stage_cfg.enabled:
-        return trajectory
     assert res.clients is not None
     judge = TrajectoryJudge([res.clients.judge], [res.clients.models["judge"]], stage_cfg.settings)
     judgement = await judge.judge(
