@@ -2,13 +2,25 @@ import asyncio
 
 import pytest
 
-from generators.blueprint import clean_utterance, execute_skeleton, plan_blueprint, run_blueprint
+from generators.blueprint import (
+    clean_utterance,
+    execute_skeleton,
+    info_slots,
+    needs_info,
+    plan_blueprint,
+    run_blueprint,
+)
+from generators.domains import get_domain
 from generators.entities import check_entities, entity_tokens, mentions_value
+from generators.personas import sample_persona
 from generators.prompts import STOP_TOKEN
 from pipelines.llm.responders import RESPONDERS
 from pipelines.llm.scripted import ScriptedLLM
-from schemas import GoldAction, Rejected
+from schemas import GoldAction, Provenance, Rejected, ToolCall
+from verifiers.hallucination import check_hallucinated_values
 from verifiers.outcome import verify_outcome
+from verifiers.signatures import check_answer_before_evidence
+from verifiers.text import argument_values
 
 
 def blueprint(task, domain, llm, provenance, **kw):
@@ -120,3 +132,104 @@ def test_acceptable_rejects_garbage_rewrites():
     assert acceptable("Sure, my email is a@b.co", give)
     assert not acceptable("I'd be happy to help! Your email is a@b.co", give)  # role confusion
     assert not acceptable("My email is c@d.co.", give)  # missing and invented
+
+
+def retail_blueprints(seeds):
+    """Scripted blueprint trajectories for the retail tasks synthesized from `seeds`."""
+    domain = get_domain("retail")
+    llm = ScriptedLLM(responder=RESPONDERS["blueprint"])
+    for seed in seeds:
+        task = domain.synthesize_task(sample_persona(seed), seed)
+        provenance = Provenance(models={"blueprint": "scripted"}, seeds={"blueprint": 0})
+        yield blueprint(task, domain, llm, provenance), domain
+
+
+def _call_positions(messages):
+    return [i for i, m in enumerate(messages) if m.tool_calls]
+
+
+def test_needs_info_matches_argument_values_as_whole_tokens():
+    by_name = ToolCall(
+        id="c", name="find_user_id_by_name_zip", arguments={"first_name": "Ann", "zip": "12345"}
+    )
+    assert needs_info(by_name, "Ann Lee") and needs_info(by_name, "12345")
+    assert not needs_info(by_name, "Annabel Lee")
+    order = ToolCall(id="c", name="get_order_details", arguments={"order_id": "#W1001"})
+    assert needs_info(order, "#W1001") and not needs_info(order, "#W100")
+
+
+def test_toy_info_slots_ask_account_before_lookup(toy_task, toy_domain):
+    _, calls = execute_skeleton(toy_task, toy_domain)
+    # account id is needed by get_account; the email no call needs follows the item before it
+    assert info_slots(dict(toy_task.scenario.known_info), calls) == [0, 0]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_retail_blueprint_authenticates_right_after_the_user_identifies(seed):
+    ((traj, _),) = retail_blueprints([seed])
+    messages = traj.messages
+    first = _call_positions(messages)[0]
+    call = messages[first].tool_calls[0]
+    assert call.name in ("find_user_id_by_email", "find_user_id_by_name_zip")
+    given = messages[first - 1]
+    assert given.role == "user"
+    if call.name == "find_user_id_by_email":
+        assert call.arguments["email"] in given.content
+    else:
+        assert call.arguments["zip"] in given.content
+        assert call.arguments["first_name"] in messages[first - 3].content
+    # the profile read follows the lookup at once, with no question in between
+    assert messages[first + 2].tool_calls[0].name == "get_user_details"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_retail_blueprint_confirms_each_write_right_before_it(seed):
+    ((traj, domain),) = retail_blueprints([seed])
+    messages = traj.messages
+    writes = [s for s in traj.steps if s.mutating]
+    assert writes
+    for step in writes:
+        at = next(i for i, m in enumerate(messages) if step.call in m.tool_calls)
+        ask, yes = messages[at - 2], messages[at - 1]
+        assert ask.role == "assistant" and ask.content.startswith("To confirm")
+        assert step.call.arguments.get("order_id", "") in ask.content
+        assert yes.role == "user" and "yes" in yes.content.lower()
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_retail_blueprint_values_come_before_their_use(seed):
+    ((traj, domain),) = retail_blueprints([seed])
+    messages = traj.messages
+    assert_valid_tool_use(messages)
+    assert [s.call.name for s in traj.steps] == [a.name for a in traj.task.gold_actions]
+    assert traj.final_state_hash == traj.task.gold_final_hash
+    for at in _call_positions(messages):
+        seen = " ".join(
+            m.content or "" for m in messages[:at] if m.role in ("user", "tool")
+        ).lower()
+        for call in messages[at].tool_calls:
+            for value in argument_values(call.arguments):
+                assert value.removeprefix("amount:").lower() in seen, (call.name, value)
+    assert check_hallucinated_values(traj).passed
+    assert check_answer_before_evidence(traj).passed
+    assert verify_outcome(traj, domain).passed
+
+
+def test_retail_blueprint_looks_an_order_up_right_after_the_user_names_it():
+    looked_up = 0
+    for traj, _ in retail_blueprints(range(12)):
+        messages = traj.messages
+        for at in _call_positions(messages):
+            call = messages[at].tool_calls[0]
+            order = call.arguments.get("order_id")
+            if (
+                call.name != "get_order_details"
+                or order not in traj.task.scenario.known_info.values()
+            ):
+                continue
+            first_said = next(
+                i for i, m in enumerate(messages) if m.role == "user" and order in (m.content or "")
+            )
+            if first_said < at:  # named for this lookup, not for an earlier one of the same order
+                looked_up += messages[at - 1].role == "user" and order in messages[at - 1].content
+    assert looked_up >= 6
