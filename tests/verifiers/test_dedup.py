@@ -2,7 +2,7 @@ import random
 
 import numpy as np
 import pytest
-from conftest import Convo, cancel_convo, make_persona, make_task
+from trajectory_builders import Convo, cancel_convo, make_persona, make_task
 
 from verifiers.dedup import (
     LSHParams,

@@ -1,7 +1,7 @@
 """Each shortcut filter: a hand-built trajectory it must reject, a near-identical one it keeps."""
 
 import pytest
-from conftest import ORDER, Convo, cancel_convo, make_task
+from trajectory_builders import ORDER, Convo, cancel_convo, make_task
 
 from schemas import GoldAction, Rejected
 from verifiers.hallucination import check_hallucinated_values

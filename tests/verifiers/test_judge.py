@@ -2,7 +2,7 @@ import asyncio
 import json
 
 import pytest
-from conftest import cancel_convo, make_task
+from trajectory_builders import cancel_convo, make_task
 
 from pipelines.llm.scripted import ScriptedLLM
 from schemas import AxisScore, CriterionResult, Judgement, OutcomeResult

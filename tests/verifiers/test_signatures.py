@@ -1,6 +1,6 @@
 import asyncio
 
-from conftest import ORDER, Convo, cancel_convo, make_task
+from trajectory_builders import ORDER, Convo, cancel_convo, make_task
 
 from pipelines.llm.scripted import ScriptedLLM
 from schemas import GoldAction, Signatures
