@@ -107,7 +107,7 @@ def semantic_pairs(items, threshold: float) -> list[tuple[str, str]]:
         return []
     ids = [i for i, _ in items]
     matrix = np.stack([v for _, v in items])
-    return [(ids[a], ids[b]) for a, b in similar_pairs(matrix, threshold)]
+    return [(ids[a], ids[b]) for a, b, _ in similar_pairs(matrix, threshold)]
 
 
 class ApplyDropsFn(beam.DoFn):

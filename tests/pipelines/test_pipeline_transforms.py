@@ -210,7 +210,27 @@ def test_judge_and_shortcut_transforms(trajectories, tmp_path):
         )
 
 
-def test_dedup_transform_drops_exact_and_near_duplicates(trajectories, tmp_path):
+PARAPHRASES = (
+    ("Could you please tell me", "Would you mind sharing"),
+    ("My ", "The "),
+    ("please go ahead", "go for it"),
+    ("Your request has been completed", "All done on my side"),
+    ("Is there anything else I can help you with", "Anything more I can do for you"),
+    ("No, that's all. Thank you!", "Nope, that is everything, thanks!"),
+    ("To confirm, I will", "Just to check, I am going to"),
+    ("Do you confirm (yes/no)?", "OK with that?"),
+    ("Hi, I want to", "Hello, I would like to"),
+    (" is ", " would be "),
+)
+
+
+def paraphrase(text: str) -> str:
+    for old, new in PARAPHRASES:
+        text = text.replace(old, new)
+    return text
+
+
+def test_dedup_transform_drops_exact_near_and_semantic_duplicates(trajectories, tmp_path):
     original = trajectories[0]
     copy = original.model_copy(update={"id": "zz-copy"})  # same text, larger id: the one dropped
     from schemas import Message
@@ -219,11 +239,28 @@ def test_dedup_transform_drops_exact_and_near_duplicates(trajectories, tmp_path)
     i = next(k for k, m in enumerate(near_messages) if m.role == "user" and m.content)
     near_messages[i] = Message(role="user", content=(near_messages[i].content or "") + " Thanks!")
     near = original.model_copy(update={"id": "zz-near", "messages": tuple(near_messages)})
+    # A paraphrase: most phrases reworded, so shingle Jaccard is ~0.4 (not a near-duplicate)
+    # but the embedding cosine is 0.92; other tasks in this set stay below 0.89.
+    para = original.model_copy(
+        update={
+            "id": "zz-para",
+            "messages": tuple(
+                m.model_copy(update={"content": paraphrase(m.content)})
+                if m.content and m.role in ("user", "assistant")
+                else m
+                for m in original.messages
+            ),
+        }
+    )
     cfg = BuildConfig.model_validate(
-        {**CONFIG, "quality": {"dedup": {"semantic": {"enabled": False}}}}
+        {**CONFIG, "quality": {"dedup": {"semantic": {"enabled": True, "threshold": 0.91}}}}
     )
     with BeamTestPipeline(options=options()) as p:
-        out = p | beam.Create([*trajectories, copy, near]) | Dedup(cfg.quality.dedup, str(tmp_path))
+        out = (
+            p
+            | beam.Create([*trajectories, copy, near, para])
+            | Dedup(cfg.quality.dedup, str(tmp_path))
+        )
         assert_that(ids(out[KEPT], "k"), equal_to([t.id for t in trajectories]), label="kept")
         assert_that(
             out[REJECTED] | beam.Map(lambda r: (r.record_id, r.reason, r.detail)),
@@ -231,6 +268,7 @@ def test_dedup_transform_drops_exact_and_near_duplicates(trajectories, tmp_path)
                 [
                     ("zz-copy", "exact_duplicate", f"duplicate of {original.id}"),
                     ("zz-near", "near_duplicate", f"duplicate of {original.id}"),
+                    ("zz-para", "semantic_duplicate", f"duplicate of {original.id}"),
                 ]
             ),
             label="rej",
