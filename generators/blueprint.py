@@ -259,7 +259,8 @@ _SPEAKER_PREFIX = re.compile(r"^\s*(?:customer|user|agent|assistant|message)\s*:
 def clean_utterance(text: str) -> str:
     """Strip what models wrap around a message: speaker labels, quotes, trailing paragraphs."""
     text = _SPEAKER_PREFIX.sub("", text.strip())
-    text = text.split("\n\n")[0].strip()
+    # One chat message is one line: small models repeat themselves on the following lines.
+    text = text.strip().split("\n")[0].strip()
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
         text = text[1:-1].strip()
     return text
