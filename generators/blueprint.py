@@ -6,8 +6,7 @@ the agent's question, confirmation or summary) in a persona's voice; the entity-
 check (`generators.entities.check_entities`) accepts a rewrite only if it keeps every required
 entity and invents none. A failing rewrite is retried with a new seed, then replaced by its
 deterministic draft, so even a weak model (the embedded 135M one) yields a correct trajectory.
-How many utterances were model-written vs templated is recorded in the provenance seeds under
-`blueprint_model_written` / `blueprint_templated` (counts, not seeds; no schema change needed).
+How many utterances were model-written vs templated is recorded in `Trajectory.verbalisation`.
 """
 
 from __future__ import annotations
@@ -45,6 +44,7 @@ from schemas import (
     Task,
     ToolCall,
     Trajectory,
+    VerbalisationStats,
     derive_seed,
 )
 
@@ -422,10 +422,6 @@ async def run_blueprint(
         )
     )
     messages, steps = assemble(plan, dict(zip(contexts, written, strict=True)), system)
-    counts = {
-        "blueprint_model_written": writer.model_written,
-        "blueprint_templated": writer.templated,
-    }
     return Trajectory.create(
         task=task,
         mode="blueprint",
@@ -434,7 +430,10 @@ async def run_blueprint(
         termination="blueprint_complete",
         final_state_hash=state_hash(state),
         cost=writer.cost,
-        provenance=provenance.model_copy(update={"seeds": {**provenance.seeds, **counts}}),
+        provenance=provenance,
+        verbalisation=VerbalisationStats(
+            model_written=writer.model_written, templated=writer.templated
+        ),
     )
 
 

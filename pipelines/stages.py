@@ -19,7 +19,17 @@ from schemas import (
     derive_seed,
 )
 
-TRAJFORGE_VERSION = "0.1.0"
+
+def _trajforge_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("trajforge")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+TRAJFORGE_VERSION = _trajforge_version()
 
 
 def synthesize_task(res: StageResources, index: int) -> Task:

@@ -43,6 +43,7 @@ from schemas.trajectory import (
     StepRecord,
     TerminationReason,
     Trajectory,
+    VerbalisationStats,
 )
 
 __all__ = [
@@ -91,4 +92,5 @@ __all__ = [
     "StepRecord",
     "TerminationReason",
     "Trajectory",
+    "VerbalisationStats",
 ]

@@ -92,6 +92,13 @@ class Signatures(Record):
     evidence_before_answer: bool = True
 
 
+class VerbalisationStats(Record):
+    """Blueprint mode: how many utterances the LLM wrote vs kept as their grounded drafts."""
+
+    model_written: int = 0
+    templated: int = 0
+
+
 class Trajectory(Record):
     id: str
     schema_version: int = SCHEMA_VERSION
@@ -106,9 +113,18 @@ class Trajectory(Record):
     signatures: Signatures | None = None
     cost: Cost = Cost()
     provenance: Provenance
+    verbalisation: VerbalisationStats | None = None  # blueprint mode only
 
     ID_EXCLUDE = frozenset(
-        {"outcome", "judgements", "signatures", "cost", "schema_version", "provenance"}
+        {
+            "outcome",
+            "judgements",
+            "signatures",
+            "cost",
+            "schema_version",
+            "provenance",
+            "verbalisation",
+        }
     )
 
     def tool_calls(self) -> list[ToolCall]:

@@ -86,8 +86,8 @@ def test_scripted_blueprint_is_model_written_valid_and_passes_outcome(
     assert traj.messages[0].role == "system" and traj.messages[1].role == "user"
     assert traj.messages[-1].content.endswith(STOP_TOKEN)
     assert_valid_tool_use(traj.messages)
-    assert traj.provenance.seeds["blueprint_model_written"] == 9
-    assert traj.provenance.seeds["blueprint_templated"] == 0
+    assert traj.verbalisation.model_written == 9
+    assert traj.verbalisation.templated == 0
     assert traj.cost.llm_calls == 9
     assert verify_outcome(traj, toy_domain).passed
     again = blueprint(
@@ -99,7 +99,7 @@ def test_scripted_blueprint_is_model_written_valid_and_passes_outcome(
 def test_bad_writer_falls_back_to_templates(toy_task, toy_domain, provenance):
     llm = ScriptedLLM(responder=lambda req: "Sure! Order #W999 costs 12.34. How can I help you?")
     traj = blueprint(toy_task, toy_domain, llm, provenance, max_retries=2)
-    assert traj.provenance.seeds["blueprint_templated"] == 9
+    assert traj.verbalisation.templated == 9
     assert traj.cost.llm_calls == 27
     assert len({r.seed for r in llm.requests}) == 27
     assert not any("#W999" in (m.content or "") for m in traj.messages)

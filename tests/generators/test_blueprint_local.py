@@ -49,9 +49,9 @@ def test_local_model_blueprint_passes_outcome():
     )
     result = verify_outcome(trajectory, domain)
     assert result.passed, result.reason
-    seeds = trajectory.provenance.seeds
+    stats = trajectory.verbalisation
     utterances = sum(
         m.role in ("user", "assistant") and m.content is not None for m in trajectory.messages
     )
-    assert seeds["blueprint_model_written"] + seeds["blueprint_templated"] == utterances
+    assert stats.model_written + stats.templated == utterances
     assert trajectory.cost.llm_calls == utterances
