@@ -89,11 +89,21 @@ def test_scripted_build_layout_manifest_and_accounting(tmp_path, config_path, ca
 
 
 def test_multiprocessing_build(tmp_path, config_path):
-    """Catches pickling and import problems that would also break Dataflow workers."""
-    out = tmp_path / "mp"
-    code = build(
-        config_path, out, "--direct_running_mode=multi_processing", "--direct_num_workers=2"
-    )
+    """Catches pickling and import problems that would also break Dataflow workers.
+
+    Beam's local multi-process harness (gRPC to two worker subprocesses) failed with a
+    RuntimeError twice in ~10 full-suite runs on a loaded 2-core machine and never when run
+    alone; a pickling or import problem fails every time, so one retry keeps the test's point
+    without the harness's flakiness (the first error is printed).
+    """
+    flags = ("--direct_running_mode=multi_processing", "--direct_num_workers=2")
+    try:
+        code = build(config_path, tmp_path / "mp", *flags)
+        out = tmp_path / "mp"
+    except RuntimeError as err:
+        print(f"multi-process harness failed once, retrying: {err}")
+        code = build(config_path, tmp_path / "mp-retry", *flags)
+        out = tmp_path / "mp-retry"
     assert code == 0
     check_run(out)
 
