@@ -30,7 +30,8 @@ quickstart: install
 	.venv/bin/trajforge build --config configs/quickstart.yaml --output runs/quickstart --overwrite
 
 bench: install
-	$(PY) benchmarks/run_all.py
+	$(PY) benchmarks/dedup_bench.py
+	$(PY) benchmarks/bench_throughput.py
 
 clean:
 	rm -rf runs .pytest_cache .ruff_cache
