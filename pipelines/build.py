@@ -171,10 +171,9 @@ LOCAL_RUNNERS = ("FnApiRunner", "DirectRunner", "BundleBasedDirectRunner", "Pris
 
 def progress_line(counters: dict[str, int]) -> str:
     """kept / rejected / failed / LLM calls, from the stage counters (same as the local bar)."""
-    kept = counters.get("split.kept", 0)
-    rejected = sum(v for k, v in counters.items() if ".rejected." in k)
-    failed = sum(v for k, v in counters.items() if k.endswith(".dead_letter"))
-    calls = counters.get("tokens.llm_calls", 0)
+    from pipelines.progress import disposition
+
+    kept, rejected, failed, calls = disposition(counters)
     return f"kept={kept} rejected={rejected} failed={failed} llm_calls={calls}"
 
 

@@ -14,6 +14,7 @@ import os
 import threading
 import time
 from collections import Counter
+from collections.abc import Mapping
 
 from tqdm import tqdm
 
@@ -57,6 +58,15 @@ class ProgressTally:
         with open(tmp, "w") as f:
             json.dump(dict(self.counts), f)
         os.replace(tmp, self.path)
+
+
+def disposition(counters: Mapping[str, int]) -> tuple[int, int, int, int]:
+    """(kept, rejected, failed, LLM calls) from stage counters named `<stage>.kept`,
+    `<stage>.rejected.<reason>`, `<stage>.dead_letter` and `tokens.llm_calls`."""
+    kept = counters.get(f"{FINAL_STAGE}.kept", 0)
+    rejected = sum(v for k, v in counters.items() if ".rejected." in k)
+    failed = sum(v for k, v in counters.items() if k.endswith(".dead_letter"))
+    return kept, rejected, failed, counters.get("tokens.llm_calls", 0)
 
 
 def read_totals(run_dir: str) -> Counter[str]:
@@ -103,11 +113,7 @@ class ProgressReporter:
         with tqdm(total=self.total, desc="build", unit="task", dynamic_ncols=True) as bar:
             while True:
                 stopping = self._stop.wait(0.5)
-                t = read_totals(self.run_dir)
-                kept = t.get(f"{FINAL_STAGE}.kept", 0)
-                rejected = sum(v for k, v in t.items() if ".rejected" in k)
-                failed = sum(v for k, v in t.items() if k.endswith(".dead_letter"))
-                calls = t.get("tokens.llm_calls", 0)
+                kept, rejected, failed, calls = disposition(read_totals(self.run_dir))
                 elapsed = max(time.monotonic() - started, 1e-9)
                 bar.n = kept + rejected + failed
                 bar.set_postfix(

@@ -113,18 +113,14 @@ class RejectedRecord(Rejected):
 
 def verify_outcome(res: StageResources, trajectory: Trajectory) -> Trajectory:
     """Attach the programmatic outcome; refuse trajectories that did not reach the gold state."""
+    from verifiers.outcome import rejection_reason
     from verifiers.outcome import verify_outcome as verify
 
     outcome = verify(trajectory, res.domain)
     checked = trajectory.model_copy(update={"outcome": outcome})
-    if outcome.passed:
+    reason = rejection_reason(outcome)
+    if reason is None:
         return checked
-    if not outcome.termination_ok:
-        reason = "bad_termination"
-    elif not outcome.state_match:
-        reason = "state_mismatch"
-    else:
-        reason = "outputs_not_communicated"
     raise RejectedRecord(reason, outcome.reason, checked)
 
 
