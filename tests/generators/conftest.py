@@ -14,9 +14,9 @@ from schemas import (
     Provenance,
     Task,
     ToolCall,
-    TraitVector,
     UserScenario,
 )
+from tests.factories import traits
 
 
 class Account(BaseModel):
@@ -91,20 +91,7 @@ TOY = ToyDomain()
 
 PERSONA = Persona.create(
     name="Ann Lee",
-    traits=TraitVector(
-        patience="low",
-        verbosity="low",
-        tech_literacy="high",
-        assertiveness="medium",
-        formality="low",
-        emotional_state="calm",
-        detail_orientation="high",
-        recall_accuracy="high",
-        politeness="medium",
-        decisiveness="high",
-        trust_in_agent="medium",
-        time_pressure="low",
-    ),
+    traits=traits(),
     background="A teacher who banks online.",
     communication_style="Short and direct.",
 )

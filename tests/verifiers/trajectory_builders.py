@@ -27,21 +27,7 @@ from schemas import (
     Trajectory,
     UserScenario,
 )
-
-TRAITS = dict(
-    patience="low",
-    verbosity="low",
-    tech_literacy="high",
-    assertiveness="medium",
-    formality="low",
-    emotional_state="calm",
-    detail_orientation="high",
-    recall_accuracy="high",
-    politeness="medium",
-    decisiveness="high",
-    trust_in_agent="medium",
-    time_pressure="low",
-)
+from tests.factories import TRAITS
 
 SYSTEM = "You are a retail support agent. Follow the policy."
 
