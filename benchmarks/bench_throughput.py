@@ -43,15 +43,15 @@ sys.path.insert(0, str(HERE))
 import openai  # noqa: E402
 from stub_server import StubConfig, StubHandle, spawn_stub_process  # noqa: E402
 
-from generators.agent import LLMAgent  # noqa: E402
-from generators.domains import get_domain  # noqa: E402
-from generators.personas import sample_persona  # noqa: E402
-from generators.rollout import run_rollout  # noqa: E402
-from generators.tooling import Domain, TaskRejected, state_hash  # noqa: E402
-from generators.user import ScriptedUser  # noqa: E402
-from pipelines.concurrency import InFlight, run_all, shared_loop  # noqa: E402
-from pipelines.llm.openai_backend import OpenAIBackend, _http_module  # noqa: E402
-from schemas import (  # noqa: E402
+from trajforge.generators.agent import LLMAgent  # noqa: E402
+from trajforge.generators.domains import get_domain  # noqa: E402
+from trajforge.generators.llm.concurrency import InFlight, run_all, shared_loop  # noqa: E402
+from trajforge.generators.llm.openai_backend import OpenAIBackend, _http_module  # noqa: E402
+from trajforge.generators.personas import sample_persona  # noqa: E402
+from trajforge.generators.rollout import run_rollout  # noqa: E402
+from trajforge.generators.tooling import Domain, TaskRejected, state_hash  # noqa: E402
+from trajforge.generators.user import ScriptedUser  # noqa: E402
+from trajforge.schemas import (  # noqa: E402
     ChatRequest,
     Message,
     Provenance,

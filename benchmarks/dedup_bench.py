@@ -23,7 +23,7 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from verifiers.dedup import (
+from trajforge.verifiers.dedup import (
     LSHParams,
     lsh_band_keys,
     minhash_signature,

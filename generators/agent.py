@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from generators.user import response_cost
-from schemas import (
+from trajforge.generators.user import response_cost
+from trajforge.schemas import (
     ChatRequest,
     Cost,
     LLMClient,

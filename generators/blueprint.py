@@ -19,9 +19,9 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from generators.agent import oracle_closing
-from generators.entities import check_entities, entity_tokens
-from generators.prompts import (
+from trajforge.generators.agent import oracle_closing
+from trajforge.generators.entities import check_entities, entity_tokens
+from trajforge.generators.prompts import (
     STOP_TOKEN,
     agent_system_prompt,
     first_person,
@@ -30,9 +30,9 @@ from generators.prompts import (
     verbaliser_system_prompt,
     verbaliser_user_prompt,
 )
-from generators.tooling import Domain, ToolExecution, state_hash
-from generators.user import looks_like_agent, response_cost
-from schemas import (
+from trajforge.generators.tooling import Domain, ToolExecution, state_hash
+from trajforge.generators.user import looks_like_agent, response_cost
+from trajforge.schemas import (
     ChatRequest,
     Cost,
     LLMClient,

@@ -12,8 +12,8 @@ from __future__ import annotations
 import random
 from typing import get_args
 
-from schemas import Persona, TraitVector
-from schemas.persona import EmotionalState, Level
+from trajforge.schemas import Persona, TraitVector
+from trajforge.schemas.persona import EmotionalState, Level
 
 LEVELS: tuple[Level, ...] = get_args(Level)
 EMOTIONS: tuple[EmotionalState, ...] = get_args(EmotionalState)

@@ -1,14 +1,14 @@
 """Prompt texts for the simulated user, the teacher agent and blueprint verbalisation.
 
 Kept in one module so prompt changes are reviewed in one place and the scripted responders
-(`pipelines.llm.responders`) can read the same marked sections the prompts write.
+(`trajforge.generators.llm.responders`) can read the same marked sections the prompts write.
 """
 
 from __future__ import annotations
 
 import re
 
-from schemas import Persona, Task
+from trajforge.schemas import Persona, Task
 
 STOP_TOKEN = "###STOP###"
 TRANSFER_TOKEN = "###TRANSFER###"

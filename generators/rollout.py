@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
-from generators.agent import AgentPolicy
-from generators.prompts import TRANSFER_TOKEN, agent_system_prompt
-from generators.tooling import Domain, state_hash
-from generators.user import UserSimulator
-from schemas import (
+from trajforge.generators.agent import AgentPolicy
+from trajforge.generators.prompts import TRANSFER_TOKEN, agent_system_prompt
+from trajforge.generators.tooling import Domain, state_hash
+from trajforge.generators.user import UserSimulator
+from trajforge.schemas import (
     Cost,
     Message,
     Provenance,

@@ -24,8 +24,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from generators.tooling import Domain, TaskRejected, state_hash
-from schemas import Task, TaskVerification, ToolCall
+from trajforge.generators.tooling import Domain, TaskRejected, state_hash
+from trajforge.schemas import Task, TaskVerification, ToolCall
 
 CHECKS = (
     "gold_executes",

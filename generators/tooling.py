@@ -20,7 +20,7 @@ from typing import Any, Protocol, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from schemas import (
+from trajforge.schemas import (
     DiffEntry,
     InitialState,
     Persona,

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from generators.prompts import (
+from trajforge.generators.prompts import (
     AGENT_GREETING,
     OUT_OF_SCOPE_TOKEN,
     ROLE_REMINDER,
@@ -27,7 +27,7 @@ from generators.prompts import (
     info_label,
     user_system_prompt,
 )
-from schemas import (
+from trajforge.schemas import (
     ChatRequest,
     ChatResponse,
     Cost,

@@ -22,11 +22,11 @@ import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines import io, stages
-from pipelines.config import BuildConfig
-from pipelines.resources import StageResources
-from pipelines.transforms.dedup import Dedup
-from pipelines.transforms.routing import (
+from trajforge.pipelines import io, stages
+from trajforge.pipelines.config import BuildConfig
+from trajforge.pipelines.resources import StageResources
+from trajforge.pipelines.transforms.dedup import Dedup
+from trajforge.pipelines.transforms.routing import (
     DEAD,
     KEPT,
     METRICS_NAMESPACE,
@@ -35,7 +35,7 @@ from pipelines.transforms.routing import (
     RoutedStage,
     SyncStageFn,
 )
-from schemas import canonical_json
+from trajforge.schemas import canonical_json
 
 
 class BuildError(RuntimeError):
@@ -171,7 +171,7 @@ LOCAL_RUNNERS = ("FnApiRunner", "DirectRunner", "BundleBasedDirectRunner", "Pris
 
 def progress_line(counters: dict[str, int]) -> str:
     """kept / rejected / failed / LLM calls, from the stage counters (same as the local bar)."""
-    from pipelines.progress import disposition
+    from trajforge.pipelines.progress import disposition
 
     kept, rejected, failed, calls = disposition(counters)
     return f"kept={kept} rejected={rejected} failed={failed} llm_calls={calls}"
@@ -222,7 +222,7 @@ def make_manifest(
     wall_s: float,
     runner: str,
 ) -> dict[str, Any]:
-    from pipelines.llm.factory import model_name
+    from trajforge.generators.llm.factory import model_name
 
     roles = config.roles
     models = {

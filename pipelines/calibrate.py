@@ -13,9 +13,9 @@ from collections.abc import Iterator
 
 import pyarrow.parquet as pq
 
-from pipelines import io
-from pipelines.config import BuildConfig
-from schemas import Trajectory, derive_seed
+from trajforge.pipelines import io
+from trajforge.pipelines.config import BuildConfig
+from trajforge.schemas import Trajectory, derive_seed
 
 
 def run_trajectories(run_dir: str, limit: int | None = None) -> Iterator[Trajectory]:
@@ -40,11 +40,11 @@ def run_trajectories(run_dir: str, limit: int | None = None) -> Iterator[Traject
 
 
 def calibrate_run(run_dir: str, limit: int | None = None) -> dict:
-    from generators.domains import get_domain
-    from pipelines.concurrency import run_all
-    from pipelines.resources import shared_role_clients
-    from verifiers.calibration import calibrate
-    from verifiers.judge import TrajectoryJudge
+    from trajforge.generators.domains import get_domain
+    from trajforge.generators.llm.concurrency import run_all
+    from trajforge.pipelines.resources import shared_role_clients
+    from trajforge.verifiers.calibration import calibrate
+    from trajforge.verifiers.judge import TrajectoryJudge
 
     config = BuildConfig.model_validate(json.loads(io.read_text(io.join(run_dir, "config.json"))))
     clients = shared_role_clients(config, run_dir)

@@ -24,8 +24,8 @@ class _DropOptionalGcpNotice(logging.Filter):
 # Installed before Beam is imported (below): the notice is logged on the root logger at import.
 logging.getLogger().addFilter(_DropOptionalGcpNotice())
 
-from pipelines import io  # noqa: E402
-from pipelines.config import ConfigError, load_config  # noqa: E402
+from trajforge.pipelines import io  # noqa: E402
+from trajforge.pipelines.config import ConfigError, load_config  # noqa: E402
 
 
 class UsageError(Exception):
@@ -71,7 +71,7 @@ def prepare_run_dir(output: str, config_hash: str, resume: bool, overwrite: bool
                 import json
 
                 old = json.loads(io.read_text(previous))
-                from pipelines.config import BuildConfig
+                from trajforge.pipelines.config import BuildConfig
 
                 if BuildConfig.model_validate(old).config_hash() != config_hash:
                     raise UsageError(
@@ -114,8 +114,8 @@ def summary_table(manifest: dict) -> str:
 
 
 def cmd_build(args: argparse.Namespace, beam_args: list[str]) -> int:
-    from pipelines.build import run_build
-    from pipelines.progress import ProgressReporter
+    from trajforge.pipelines.build import run_build
+    from trajforge.pipelines.progress import ProgressReporter
 
     config = load_config(args.config)
     output = args.output.rstrip("/")
@@ -134,7 +134,7 @@ def cmd_build(args: argparse.Namespace, beam_args: list[str]) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from pipelines.calibrate import calibrate_run
+    from trajforge.pipelines.calibrate import calibrate_run
 
     run = args.run.rstrip("/")
     if not io.FileSystems.exists(io.join(run, io.SUCCESS_MARKER)):

@@ -12,9 +12,9 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from pipelines.llm.factory import BackendConfig
-from schemas import SamplingParams, canonical_json, content_hash
-from verifiers.judge import JudgeConfig
+from trajforge.generators.llm.factory import BackendConfig
+from trajforge.schemas import SamplingParams, canonical_json, content_hash
+from trajforge.verifiers.judge import JudgeConfig
 
 
 class _Config(BaseModel):
@@ -148,7 +148,7 @@ class BuildConfig(_Config):
     @field_validator("domain")
     @classmethod
     def _known_domain(cls, value: str) -> str:
-        from generators.domains import DOMAINS
+        from trajforge.generators.domains import DOMAINS
 
         if value not in DOMAINS:
             raise ValueError(

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from schemas import DatasetRecord
+from trajforge.schemas import DatasetRecord
 
 SPLITS = ("train", "validation", "test")
 SUCCESS_MARKER = "_SUCCESS"

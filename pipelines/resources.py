@@ -14,9 +14,9 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from pipelines.config import BuildConfig
-from pipelines.llm.factory import BackendConfig, build_client, model_name
-from schemas import LLMClient
+from trajforge.generators.llm.factory import BackendConfig, build_client, model_name
+from trajforge.pipelines.config import BuildConfig
+from trajforge.schemas import LLMClient
 
 _LOCK = threading.Lock()
 #: (config hash, cache path) -> RoleClients. The one piece of process state: the shared clients.
@@ -43,7 +43,7 @@ def cache_path_for(run_dir: str) -> str:
 
 
 def _build_role_clients(config: BuildConfig, cache_path: str | None) -> RoleClients:
-    from pipelines.llm.cache import ResponseCache
+    from trajforge.generators.llm.cache import ResponseCache
 
     cache = None
     if cache_path is not None:
@@ -92,7 +92,7 @@ class StageResources:
         self.clients: RoleClients | None = None
 
     def setup(self) -> None:
-        from generators.domains import get_domain
+        from trajforge.generators.domains import get_domain
 
         if self.domain is None:
             self.domain = get_domain(self.config.domain)

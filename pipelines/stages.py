@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 
-from pipelines.resources import StageResources
-from schemas import (
+from trajforge.pipelines.resources import StageResources
+from trajforge.schemas import (
     DatasetRecord,
     Provenance,
     Rejected,
@@ -34,7 +34,7 @@ TRAJFORGE_VERSION = _trajforge_version()
 
 def synthesize_task(res: StageResources, index: int) -> Task:
     """Seed index -> persona -> a task grounded in the domain's seeded state."""
-    from generators.personas import sample_persona
+    from trajforge.generators.personas import sample_persona
 
     cfg = res.config
     persona = sample_persona(derive_seed(cfg.seed, index, "persona"))
@@ -43,7 +43,7 @@ def synthesize_task(res: StageResources, index: int) -> Task:
 
 def verify_task(res: StageResources, task: Task) -> Task:
     """Pre-rollout checks (gold runs clean, not already solved, no prefix suffices, ...)."""
-    from generators.task_verification import verify_task as verify
+    from trajforge.generators.task_verification import verify_task as verify
 
     return verify(res.domain, task)
 
@@ -66,7 +66,7 @@ async def generate_trajectory(res: StageResources, task: Task) -> Trajectory:
     seed = derive_seed(task.id, cfg.mode, 0)
     provenance = _provenance(res, task, seed)
     if cfg.mode == "blueprint":
-        from generators.blueprint import run_blueprint
+        from trajforge.generators.blueprint import run_blueprint
 
         return await run_blueprint(
             task,
@@ -79,9 +79,9 @@ async def generate_trajectory(res: StageResources, task: Task) -> Trajectory:
             max_retries=cfg.blueprint.max_retries,
             verbalise=cfg.blueprint.verbalise,
         )
-    from generators.agent import LLMAgent, OracleAgent
-    from generators.rollout import run_rollout
-    from generators.user import LLMUser, ScriptedUser
+    from trajforge.generators.agent import LLMAgent, OracleAgent
+    from trajforge.generators.rollout import run_rollout
+    from trajforge.generators.user import LLMUser, ScriptedUser
 
     if cfg.rollout.agent == "oracle":
         agent = OracleAgent(task)
@@ -113,8 +113,8 @@ class RejectedRecord(Rejected):
 
 def verify_outcome(res: StageResources, trajectory: Trajectory) -> Trajectory:
     """Attach the programmatic outcome; refuse trajectories that did not reach the gold state."""
-    from verifiers.outcome import rejection_reason
-    from verifiers.outcome import verify_outcome as verify
+    from trajforge.verifiers.outcome import rejection_reason
+    from trajforge.verifiers.outcome import verify_outcome as verify
 
     outcome = verify(trajectory, res.domain)
     checked = trajectory.model_copy(update={"outcome": outcome})
@@ -169,7 +169,11 @@ def to_dataset_record(res: StageResources, trajectory: Trajectory) -> DatasetRec
 
 async def no_tool_baseline_gate(res: StageResources, task: Task) -> Task:
     """Refuse read-only tasks a model answers without any tool (shortcut-prone)."""
-    from verifiers.no_tool_baseline import check_shortcut_prone, is_read_only, no_tool_baseline
+    from trajforge.verifiers.no_tool_baseline import (
+        check_shortcut_prone,
+        is_read_only,
+        no_tool_baseline,
+    )
 
     if not is_read_only(task):  # a write task cannot succeed without tools
         return task
@@ -183,7 +187,7 @@ async def no_tool_baseline_gate(res: StageResources, task: Task) -> Task:
 
 async def judge_trajectory(res: StageResources, trajectory: Trajectory) -> Trajectory:
     """Attach the multi-axis judgement; when gating, refuse low or ungradeable ones."""
-    from verifiers.judge import TrajectoryJudge, judge_gate
+    from trajforge.verifiers.judge import TrajectoryJudge, judge_gate
 
     stage_cfg = res.config.quality.judge
     assert res.clients is not None
@@ -200,11 +204,11 @@ async def judge_trajectory(res: StageResources, trajectory: Trajectory) -> Traje
 
 def shortcut_filters(res: StageResources, trajectory: Trajectory) -> Trajectory:
     """Attach signatures, then run the enabled programmatic filters; the first failure rejects."""
-    from verifiers.hallucination import check_hallucinated_values
-    from verifiers.loops import check_loops
-    from verifiers.signatures import check_answer_before_evidence, compute_signatures
-    from verifiers.structural import check_agent_tool_calls, check_narrated_actions
-    from verifiers.user_fidelity import check_user_fidelity
+    from trajforge.verifiers.hallucination import check_hallucinated_values
+    from trajforge.verifiers.loops import check_loops
+    from trajforge.verifiers.signatures import check_answer_before_evidence, compute_signatures
+    from trajforge.verifiers.structural import check_agent_tool_calls, check_narrated_actions
+    from trajforge.verifiers.user_fidelity import check_user_fidelity
 
     cfg = res.config.quality.shortcut
     signed = trajectory.model_copy(update={"signatures": compute_signatures(trajectory)})
@@ -227,15 +231,15 @@ def shortcut_filters(res: StageResources, trajectory: Trajectory) -> Trajectory:
 def diversity_json(trajectories: list[Trajectory], with_embeddings: bool) -> str:
     """Diversity of the kept set for the manifest: Vendi score (when the embedder is enabled),
     coverage of persona traits, task types, complexity and tools, and the prior-shortcut rate."""
-    from generators.domains import get_domain
-    from verifiers.diversity import diversity_report
-    from verifiers.signatures import prior_shortcut_rate
+    from trajforge.generators.domains import get_domain
+    from trajforge.verifiers.diversity import diversity_report
+    from trajforge.verifiers.signatures import prior_shortcut_rate
 
     trajectories = sorted(trajectories, key=lambda t: t.id)
     embeddings = None
     if with_embeddings and len(trajectories) > 1:
-        from pipelines.transforms.dedup import dedup_text
-        from verifiers.semantic import embed
+        from trajforge.pipelines.transforms.dedup import dedup_text
+        from trajforge.verifiers.semantic import embed
 
         embeddings = embed([dedup_text(t) for t in trajectories])
     tool_names = sorted(

@@ -1,9 +1,9 @@
 """Typed records passed between stages (pydantic v2, frozen, extra="forbid")."""
 
-from schemas.base import SCHEMA_VERSION, Record, canonical_json, content_hash, derive_seed
-from schemas.dataset import DatasetRecord, Split
-from schemas.dead_letter import DeadLetter
-from schemas.judgement import (
+from trajforge.schemas.base import SCHEMA_VERSION, Record, canonical_json, content_hash, derive_seed
+from trajforge.schemas.dataset import DatasetRecord, Split
+from trajforge.schemas.dead_letter import DeadLetter
+from trajforge.schemas.judgement import (
     AxisScore,
     CriterionResult,
     JudgeAxis,
@@ -13,7 +13,7 @@ from schemas.judgement import (
     RejectionReason,
     Stage,
 )
-from schemas.llm import (
+from trajforge.schemas.llm import (
     ChatRequest,
     ChatResponse,
     LLMClient,
@@ -21,8 +21,8 @@ from schemas.llm import (
     SamplingParams,
     Usage,
 )
-from schemas.persona import Persona, TraitVector
-from schemas.task import (
+from trajforge.schemas.persona import Persona, TraitVector
+from trajforge.schemas.task import (
     GoldAction,
     InitialState,
     IntentCoordinates,
@@ -32,8 +32,8 @@ from schemas.task import (
     TaskVerification,
     UserScenario,
 )
-from schemas.tools import Message, ToolCall, ToolKind, ToolSpec
-from schemas.trajectory import (
+from trajforge.schemas.tools import Message, ToolCall, ToolKind, ToolSpec
+from trajforge.schemas.trajectory import (
     Cost,
     DiffEntry,
     GenerationMode,

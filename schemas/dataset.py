@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from schemas.base import SCHEMA_VERSION, Record
+from trajforge.schemas.base import SCHEMA_VERSION, Record
 
 Split = Literal["train", "validation", "test"]
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from schemas.base import Record
-from schemas.judgement import Stage
+from trajforge.schemas.base import Record
+from trajforge.schemas.judgement import Stage
 
 
 class DeadLetter(Record):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from schemas.base import Record
+from trajforge.schemas.base import Record
 
 JudgeAxis = Literal[
     "task_success",

@@ -1,7 +1,7 @@
 """The LLM runtime's protocol: one async call from a typed request to a typed response.
 
 Generators and verifiers depend on this protocol only; the backends (openai, local, scripted,
-vllm) live in `pipelines.llm` and are wired by the caller.
+vllm) live in `trajforge.generators.llm` and are wired by the caller.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import Field
 
-from schemas.base import Record, content_hash
-from schemas.tools import Message, ToolSpec
+from trajforge.schemas.base import Record, content_hash
+from trajforge.schemas.tools import Message, ToolSpec
 
 
 class SamplingParams(Record):

@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from schemas.base import SCHEMA_VERSION, Record
-from schemas.persona import Persona
+from trajforge.schemas.base import SCHEMA_VERSION, Record
+from trajforge.schemas.persona import Persona
 
 TaskType = Literal[
     "cancel_order",

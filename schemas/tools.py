@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from schemas.base import Record
+from trajforge.schemas.base import Record
 
 ToolKind = Literal["read", "write", "think", "transfer"]
 Role = Literal["system", "user", "assistant", "tool"]

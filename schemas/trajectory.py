@@ -6,10 +6,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from schemas.base import SCHEMA_VERSION, Record
-from schemas.judgement import Judgement
-from schemas.task import Task
-from schemas.tools import Message, ToolCall
+from trajforge.schemas.base import SCHEMA_VERSION, Record
+from trajforge.schemas.judgement import Judgement
+from trajforge.schemas.task import Task
+from trajforge.schemas.tools import Message, ToolCall
 
 GenerationMode = Literal["rollout", "blueprint"]
 TerminationReason = Literal[

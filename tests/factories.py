@@ -1,6 +1,6 @@
 """Shared test data: one baseline persona trait vector for hand-built personas."""
 
-from schemas import TraitVector
+from trajforge.schemas import TraitVector
 
 TRAITS = dict(
     patience="low",

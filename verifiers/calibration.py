@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from schemas import Judgement, Record, Trajectory
+from trajforge.schemas import Judgement, Record, Trajectory
 
 
 class CalibrationReport(Record):

@@ -15,7 +15,7 @@ from typing import get_args
 
 import numpy as np
 
-from schemas import Record, TaskType, TraitVector, Trajectory
+from trajforge.schemas import Record, TaskType, TraitVector, Trajectory
 
 
 class DimensionCoverage(Record):

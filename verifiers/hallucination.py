@@ -7,9 +7,9 @@ value was invented (or memorised from a leaked prior) and the trajectory teaches
 
 from __future__ import annotations
 
-from schemas import Trajectory
-from verifiers.result import FilterResult
-from verifiers.text import Evidence, argument_values, extract_values
+from trajforge.schemas import Trajectory
+from trajforge.verifiers.result import FilterResult
+from trajforge.verifiers.text import Evidence, argument_values, extract_values
 
 
 def unsupported_agent_values(trajectory: Trajectory) -> list[tuple[int, str]]:

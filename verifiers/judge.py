@@ -18,7 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
-from schemas import (
+from trajforge.schemas import (
     AxisScore,
     ChatRequest,
     CriterionResult,
@@ -31,7 +31,7 @@ from schemas import (
     Trajectory,
     derive_seed,
 )
-from verifiers.result import FilterResult
+from trajforge.verifiers.result import FilterResult
 
 #: The rubric: per axis, (criterion id, yes/no question). "yes" is always the good answer.
 RUBRIC: Mapping[JudgeAxis, tuple[tuple[str, str], ...]] = MappingProxyType(

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from schemas import Trajectory, canonical_json
-from verifiers.result import FilterResult
+from trajforge.schemas import Trajectory, canonical_json
+from trajforge.verifiers.result import FilterResult
 
 DEFAULT_MAX_REPEATS = 3
 

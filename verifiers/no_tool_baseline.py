@@ -9,9 +9,9 @@ outcome verifier would fail it; such tasks pass this check.
 
 from __future__ import annotations
 
-from schemas import ChatRequest, LLMClient, Message, SamplingParams, Task, TaskType
-from verifiers.result import FilterResult
-from verifiers.text import extract_values, normalise
+from trajforge.schemas import ChatRequest, LLMClient, Message, SamplingParams, Task, TaskType
+from trajforge.verifiers.result import FilterResult
+from trajforge.verifiers.text import extract_values, normalise
 
 #: Task types that only read state; every other type must change it.
 READ_ONLY_TASK_TYPES: frozenset[TaskType] = frozenset({"order_status", "product_info"})

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from generators.entities import mentions_value
-from generators.tooling import Domain, state_hash
-from schemas import (
+from trajforge.generators.entities import mentions_value
+from trajforge.generators.tooling import Domain, state_hash
+from trajforge.schemas import (
     GoldAction,
     InitialState,
     OutcomeResult,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from schemas import Rejected, RejectionReason
+from trajforge.schemas import Rejected, RejectionReason
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from verifiers.dedup import resolve_clusters
+from trajforge.verifiers.dedup import resolve_clusters
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer

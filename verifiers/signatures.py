@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
-from schemas import Message, Signatures, Task, Trajectory
-from verifiers.result import FilterResult
-from verifiers.text import Evidence, argument_values, extract_values, normalise
+from trajforge.schemas import Message, Signatures, Task, Trajectory
+from trajforge.verifiers.result import FilterResult
+from trajforge.verifiers.text import Evidence, argument_values, extract_values, normalise
 
 
 def gold_values(task: Task) -> tuple[str, ...]:

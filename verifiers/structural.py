@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from types import MappingProxyType
 
-from schemas import StepRecord, Trajectory
-from verifiers.result import FilterResult
+from trajforge.schemas import StepRecord, Trajectory
+from trajforge.verifiers.result import FilterResult
 
 #: Narrated verb -> substrings of the write-tool names that perform it (checked in order).
 ACTION_TOOL_STEMS = MappingProxyType(

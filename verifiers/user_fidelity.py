@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 
-from schemas import Trajectory
-from verifiers.result import FilterResult
-from verifiers.text import Evidence, extract_values, message_text, normalise
+from trajforge.schemas import Trajectory
+from trajforge.verifiers.result import FilterResult
+from trajforge.verifiers.text import Evidence, extract_values, message_text, normalise
 
 # "my name is Ann Lee", "I'm Ann Lee", "this is Ann Lee": a name the user asserts.
 _NAME_CLAIM = re.compile(

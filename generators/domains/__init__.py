@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from generators.domains.retail import RetailDomain
-from generators.tooling import Domain
+from trajforge.generators.domains.retail import RetailDomain
+from trajforge.generators.tooling import Domain
 
 #: Domain name -> class. Add a domain by importing it here; nothing is discovered implicitly.
 DOMAINS = MappingProxyType({"retail": RetailDomain})

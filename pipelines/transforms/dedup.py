@@ -13,9 +13,9 @@ from collections.abc import Iterable
 
 import apache_beam as beam
 
-from pipelines.config import DedupConfig
-from pipelines.transforms.routing import DEAD, KEPT, REJECTED, StageCounters, route
-from schemas import Rejected, Trajectory
+from trajforge.pipelines.config import DedupConfig
+from trajforge.pipelines.transforms.routing import DEAD, KEPT, REJECTED, StageCounters, route
+from trajforge.schemas import Rejected, Trajectory
 
 #: When one record is flagged several ways, the most specific reason wins.
 REASON_PRIORITY = ("exact_duplicate", "near_duplicate", "semantic_duplicate")
@@ -23,14 +23,14 @@ REASON_PRIORITY = ("exact_duplicate", "near_duplicate", "semantic_duplicate")
 
 def dedup_text(trajectory: Trajectory) -> str:
     """What dedup compares: the user and agent turns (not the shared system prompt)."""
-    from verifiers.text import conversation_text
+    from trajforge.verifiers.text import conversation_text
 
     return conversation_text(trajectory, roles=("user", "assistant"))
 
 
 def cluster_drops(pairs: Iterable[tuple[str, str]], reason: str) -> list[tuple[str, tuple]]:
     """(id, (reason, kept id)) for every non-representative member of each cluster."""
-    from verifiers.dedup import resolve_clusters
+    from trajforge.verifiers.dedup import resolve_clusters
 
     pairs = list(pairs)
     dropped = resolve_clusters(pairs)
@@ -56,12 +56,16 @@ class NearDupPairs(beam.PTransform):
 
     def __init__(self, threshold: float, num_perm: int, bands: int, rows: int):
         super().__init__()
-        from verifiers.dedup import LSHParams
+        from trajforge.verifiers.dedup import LSHParams
 
         self.params = LSHParams(num_perm=num_perm, bands=bands, rows=rows, threshold=threshold)
 
     def expand(self, texts):
-        from verifiers.dedup import lsh_band_keys, minhash_signature, verified_pairs_in_bucket
+        from trajforge.verifiers.dedup import (
+            lsh_band_keys,
+            minhash_signature,
+            verified_pairs_in_bucket,
+        )
 
         p = self.params
 
@@ -85,12 +89,12 @@ class EmbedFn(beam.DoFn):
     """Batches of (id, text) -> (id, embedding), the embedder loaded once per worker."""
 
     def setup(self):
-        from verifiers.semantic import load_embedder
+        from trajforge.verifiers.semantic import load_embedder
 
         load_embedder()
 
     def process(self, batch):
-        from verifiers.semantic import embed
+        from trajforge.verifiers.semantic import embed
 
         vectors = embed([text for _, text in batch])
         for (rid, _), vec in zip(batch, vectors, strict=True):
@@ -100,7 +104,7 @@ class EmbedFn(beam.DoFn):
 def semantic_pairs(items, threshold: float) -> list[tuple[str, str]]:
     import numpy as np
 
-    from verifiers.semantic import similar_pairs
+    from trajforge.verifiers.semantic import similar_pairs
 
     items = sorted(items)
     if len(items) < 2:
@@ -141,7 +145,7 @@ class Dedup(beam.PTransform):
         texts = trajectories | "Text" >> beam.Map(lambda t: (t.id, dedup_text(t)))
         flags = []
         if cfg.exact:
-            from verifiers.dedup import exact_hash
+            from trajforge.verifiers.dedup import exact_hash
 
             flags.append(
                 texts

@@ -22,9 +22,9 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindows
 
-from pipelines.progress import ProgressTally
-from pipelines.resources import StageResources
-from schemas import DeadLetter, Record, Rejected, Rejection, Stage, canonical_json
+from trajforge.pipelines.progress import ProgressTally
+from trajforge.pipelines.resources import StageResources
+from trajforge.schemas import DeadLetter, Record, Rejected, Rejection, Stage, canonical_json
 
 KEPT, REJECTED, DEAD = "kept", "rejected", "dead_letter"
 METRICS_NAMESPACE = "trajforge"
@@ -159,7 +159,7 @@ class AsyncStageFn(beam.DoFn):
                 self.counters.inc(f"tokens.{name}", getattr(cost, name))
 
     def start_bundle(self):
-        from pipelines.concurrency import InFlight, process_semaphore
+        from trajforge.generators.llm.concurrency import InFlight, process_semaphore
 
         # One budget per stage for the whole process: several DoFn threads (or instances) in
         # a worker share it instead of multiplying the concurrency the endpoint sees.

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from generators.tooling import Toolbox, ToolError, apply_patches, state_hash, tool
-from schemas import (
+from tests.factories import traits
+from trajforge.generators.tooling import Toolbox, ToolError, apply_patches, state_hash, tool
+from trajforge.schemas import (
     GoldAction,
     InitialState,
     IntentCoordinates,
@@ -16,7 +17,6 @@ from schemas import (
     ToolCall,
     UserScenario,
 )
-from tests.factories import traits
 
 
 class Account(BaseModel):

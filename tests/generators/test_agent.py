@@ -1,8 +1,8 @@
 import asyncio
 
-from generators.agent import LLMAgent, OracleAgent
-from pipelines.llm.scripted import ScriptedLLM
-from schemas import Message, SamplingParams, ToolCall
+from trajforge.generators.agent import LLMAgent, OracleAgent
+from trajforge.generators.llm.scripted import ScriptedLLM
+from trajforge.schemas import Message, SamplingParams, ToolCall
 
 
 def test_llm_agent_sends_tools_and_seed_and_reports_cost(toy_domain):

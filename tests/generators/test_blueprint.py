@@ -2,7 +2,7 @@ import asyncio
 
 import pytest
 
-from generators.blueprint import (
+from trajforge.generators.blueprint import (
     clean_utterance,
     execute_skeleton,
     info_slots,
@@ -10,17 +10,17 @@ from generators.blueprint import (
     plan_blueprint,
     run_blueprint,
 )
-from generators.domains import get_domain
-from generators.entities import check_entities, entity_tokens, mentions_value
-from generators.personas import sample_persona
-from generators.prompts import STOP_TOKEN
-from pipelines.llm.responders import RESPONDERS
-from pipelines.llm.scripted import ScriptedLLM
-from schemas import GoldAction, Provenance, Rejected, ToolCall
-from verifiers.hallucination import check_hallucinated_values
-from verifiers.outcome import verify_outcome
-from verifiers.signatures import check_answer_before_evidence
-from verifiers.text import argument_values
+from trajforge.generators.domains import get_domain
+from trajforge.generators.entities import check_entities, entity_tokens, mentions_value
+from trajforge.generators.llm.responders import RESPONDERS
+from trajforge.generators.llm.scripted import ScriptedLLM
+from trajforge.generators.personas import sample_persona
+from trajforge.generators.prompts import STOP_TOKEN
+from trajforge.schemas import GoldAction, Provenance, Rejected, ToolCall
+from trajforge.verifiers.hallucination import check_hallucinated_values
+from trajforge.verifiers.outcome import verify_outcome
+from trajforge.verifiers.signatures import check_answer_before_evidence
+from trajforge.verifiers.text import argument_values
 
 
 def blueprint(task, domain, llm, provenance, **kw):
@@ -120,7 +120,7 @@ def test_failing_gold_action_is_rejected(toy_task, toy_domain, provenance):
 
 
 def test_acceptable_rejects_garbage_rewrites():
-    from generators.blueprint import Utterance, acceptable
+    from trajforge.generators.blueprint import Utterance, acceptable
 
     close = Utterance("user", "No, that's all. Thank you!", (), ())
     ask = Utterance("assistant", "Could you please tell me the email?", (), ())

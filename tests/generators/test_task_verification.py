@@ -6,12 +6,12 @@ from collections import Counter
 
 import pytest
 
-from generators.domains import get_domain
-from generators.domains.retail.tasks import gold_final_hash
-from generators.personas import sample_persona
-from generators.task_verification import CHECKS, lookup_constants, verify_task
-from generators.tooling import TaskRejected
-from schemas import GoldAction, InitialState, IntentCoordinates, Task, UserScenario
+from trajforge.generators.domains import get_domain
+from trajforge.generators.domains.retail.tasks import gold_final_hash
+from trajforge.generators.personas import sample_persona
+from trajforge.generators.task_verification import CHECKS, lookup_constants, verify_task
+from trajforge.generators.tooling import TaskRejected
+from trajforge.schemas import GoldAction, InitialState, IntentCoordinates, Task, UserScenario
 
 DOMAIN = get_domain("retail")
 SEED = 21

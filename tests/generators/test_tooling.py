@@ -7,7 +7,7 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from generators.tooling import (
+from trajforge.generators.tooling import (
     Toolbox,
     ToolError,
     apply_patches,
@@ -16,7 +16,7 @@ from generators.tooling import (
     state_hash,
     tool,
 )
-from schemas import StatePatch, ToolCall
+from trajforge.schemas import StatePatch, ToolCall
 
 
 class Shelf(BaseModel):

@@ -2,10 +2,16 @@ import asyncio
 
 import pytest
 
-from generators.prompts import AGENT_GREETING, ROLE_REMINDER, STOP_TOKEN
-from generators.user import LLMUser, ScriptedUser, flip_roles, looks_like_agent, stop_reason
-from pipelines.llm.scripted import ScriptedLLM
-from schemas import Message, ToolCall
+from trajforge.generators.llm.scripted import ScriptedLLM
+from trajforge.generators.prompts import AGENT_GREETING, ROLE_REMINDER, STOP_TOKEN
+from trajforge.generators.user import (
+    LLMUser,
+    ScriptedUser,
+    flip_roles,
+    looks_like_agent,
+    stop_reason,
+)
+from trajforge.schemas import Message, ToolCall
 
 
 def run(coro):
@@ -119,7 +125,7 @@ def test_scripted_user_confirms_and_stops(toy_task):
 
 
 def test_first_person_reason():
-    from generators.prompts import first_person
+    from trajforge.generators.prompts import first_person
 
     reason = "You want to return items you received, then update the account's address."
     assert first_person(reason) == (

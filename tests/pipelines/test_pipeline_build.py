@@ -6,7 +6,7 @@ import datasets
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.cli import main
+from trajforge.pipelines.cli import main
 
 CONFIG = """
 name: e2e

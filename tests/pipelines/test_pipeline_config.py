@@ -2,8 +2,8 @@ import textwrap
 
 import pytest
 
-from pipelines.cli import main
-from pipelines.config import ConfigError, load_config
+from trajforge.pipelines.cli import main
+from trajforge.pipelines.config import ConfigError, load_config
 
 GOOD = """
 domain: retail

@@ -8,7 +8,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 from stub_server import StubConfig, start_stub_server  # noqa: E402
 
-from pipelines.cli import main  # noqa: E402
+from trajforge.pipelines.cli import main  # noqa: E402
 
 CONFIG = """
 domain: retail

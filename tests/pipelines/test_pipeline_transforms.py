@@ -9,14 +9,14 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from generators.domains import get_domain
-from generators.personas import sample_persona
-from generators.task_verification import verify_task
-from pipelines import stages
-from pipelines.config import BuildConfig
-from pipelines.resources import StageResources
-from pipelines.transforms.dedup import Dedup
-from pipelines.transforms.routing import (
+from trajforge.generators.domains import get_domain
+from trajforge.generators.personas import sample_persona
+from trajforge.generators.task_verification import verify_task
+from trajforge.pipelines import stages
+from trajforge.pipelines.config import BuildConfig
+from trajforge.pipelines.resources import StageResources
+from trajforge.pipelines.transforms.dedup import Dedup
+from trajforge.pipelines.transforms.routing import (
     DEAD,
     KEPT,
     REJECTED,
@@ -24,7 +24,7 @@ from pipelines.transforms.routing import (
     RoutedStage,
     SyncStageFn,
 )
-from schemas import Provenance, Rejected, Task, Trajectory
+from trajforge.schemas import Provenance, Rejected, Task, Trajectory
 
 CONFIG = {
     "domain": "retail",
@@ -53,9 +53,9 @@ def tasks():
 def trajectories(tasks):
     """Blueprint trajectories (scripted writer) with the outcome attached."""
     domain = get_domain("retail")
-    from generators.blueprint import run_blueprint
-    from pipelines.llm.responders import blueprint_writer
-    from pipelines.llm.scripted import ScriptedLLM
+    from trajforge.generators.blueprint import run_blueprint
+    from trajforge.generators.llm.responders import blueprint_writer
+    from trajforge.generators.llm.scripted import ScriptedLLM
 
     llm = ScriptedLLM(responder=blueprint_writer)
     prov = Provenance(models={"agent": "scripted"}, seeds={})
@@ -233,7 +233,7 @@ def paraphrase(text: str) -> str:
 def test_dedup_transform_drops_exact_near_and_semantic_duplicates(trajectories, tmp_path):
     original = trajectories[0]
     copy = original.model_copy(update={"id": "zz-copy"})  # same text, larger id: the one dropped
-    from schemas import Message
+    from trajforge.schemas import Message
 
     near_messages = list(original.messages)
     i = next(k for k, m in enumerate(near_messages) if m.role == "user" and m.content)

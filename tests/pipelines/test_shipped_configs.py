@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipelines.cli import main
-from pipelines.config import load_config
+from trajforge.pipelines.cli import main
+from trajforge.pipelines.config import load_config
 
 CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs").glob("**/*.yaml"))
 

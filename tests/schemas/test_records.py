@@ -1,7 +1,8 @@
 import pytest
 from pydantic import ValidationError
 
-from schemas import (
+from tests.factories import TRAITS
+from trajforge.schemas import (
     ChatRequest,
     Message,
     Persona,
@@ -12,7 +13,6 @@ from schemas import (
     canonical_json,
     derive_seed,
 )
-from tests.factories import TRAITS
 
 
 def make_persona(**over):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from trajectory_builders import Convo, cancel_convo, make_persona, make_task
 
-from verifiers.dedup import (
+from trajforge.verifiers.dedup import (
     LSHParams,
     NearDupIndex,
     bucket_pairs,
@@ -17,8 +17,8 @@ from verifiers.dedup import (
     shingle_hashes,
     verified_pairs_in_bucket,
 )
-from verifiers.diversity import coverage, diversity_report, vendi_score
-from verifiers.text import conversation_text
+from trajforge.verifiers.diversity import coverage, diversity_report, vendi_score
+from trajforge.verifiers.text import conversation_text
 
 WORDS = [f"w{i}" for i in range(5000)]
 

@@ -3,12 +3,12 @@
 import pytest
 from trajectory_builders import ORDER, Convo, cancel_convo, make_task
 
-from schemas import GoldAction, Rejected
-from verifiers.hallucination import check_hallucinated_values
-from verifiers.loops import check_loops
-from verifiers.result import FilterResult
-from verifiers.structural import check_agent_tool_calls, check_narrated_actions
-from verifiers.user_fidelity import check_user_fidelity
+from trajforge.schemas import GoldAction, Rejected
+from trajforge.verifiers.hallucination import check_hallucinated_values
+from trajforge.verifiers.loops import check_loops
+from trajforge.verifiers.result import FilterResult
+from trajforge.verifiers.structural import check_agent_tool_calls, check_narrated_actions
+from trajforge.verifiers.user_fidelity import check_user_fidelity
 
 
 def test_filter_result_invariants():
@@ -205,7 +205,7 @@ def test_gold_action_task_builder_accepts_gold():
 
 
 def test_extract_values_keeps_facts_and_skips_prose():
-    from verifiers.text import extract_values
+    from trajforge.verifiers.text import extract_values
 
     text = (
         "Order #W1234567 ($1,054.90) ships 2024-05-01 to a.b@x.com, card credit_card_123, "
@@ -223,7 +223,7 @@ def test_extract_values_keeps_facts_and_skips_prose():
 
 
 def test_evidence_matches_whole_tokens_only():
-    from verifiers.text import Evidence
+    from trajforge.verifiers.text import Evidence
 
     evidence = Evidence()
     evidence.add('{"order_id": "#W1234567", "placed": "2024-05-01"}')

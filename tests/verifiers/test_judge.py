@@ -4,10 +4,10 @@ import json
 import pytest
 from trajectory_builders import cancel_convo, make_task
 
-from pipelines.llm.scripted import ScriptedLLM
-from schemas import AxisScore, CriterionResult, Judgement, OutcomeResult
-from verifiers.calibration import calibrate, cohen_kappa
-from verifiers.judge import (
+from trajforge.generators.llm.scripted import ScriptedLLM
+from trajforge.schemas import AxisScore, CriterionResult, Judgement, OutcomeResult
+from trajforge.verifiers.calibration import calibrate, cohen_kappa
+from trajforge.verifiers.judge import (
     RUBRIC,
     JudgeConfig,
     MalformedAnswer,

@@ -7,10 +7,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from pipelines.llm.openai_backend import OpenAIBackend
-from pipelines.llm.responders import judge_approves
-from schemas import ChatRequest, Message
-from verifiers.judge import JudgeConfig, TrajectoryJudge
+from trajforge.generators.llm.openai_backend import OpenAIBackend
+from trajforge.generators.llm.responders import judge_approves
+from trajforge.schemas import ChatRequest, Message
+from trajforge.verifiers.judge import JudgeConfig, TrajectoryJudge
 
 
 def serve(content_for):

@@ -4,14 +4,14 @@ import asyncio
 
 import pytest
 
-from generators.agent import OracleAgent
-from generators.domains import get_domain
-from generators.personas import sample_persona
-from generators.rollout import run_rollout
-from generators.tooling import TaskRejected
-from generators.user import ScriptedUser
-from schemas import Message, Provenance
-from verifiers.outcome import rejection_reason, verify_outcome
+from trajforge.generators.agent import OracleAgent
+from trajforge.generators.domains import get_domain
+from trajforge.generators.personas import sample_persona
+from trajforge.generators.rollout import run_rollout
+from trajforge.generators.tooling import TaskRejected
+from trajforge.generators.user import ScriptedUser
+from trajforge.schemas import Message, Provenance
+from trajforge.verifiers.outcome import rejection_reason, verify_outcome
 
 PROVENANCE = Provenance(models={"agent": "oracle", "user": "scripted"}, seeds={})
 

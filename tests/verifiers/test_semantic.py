@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from verifiers.semantic import (
+from trajforge.verifiers.semantic import (
     embed,
     find_semantic_duplicates,
     load_embedder,

@@ -2,10 +2,10 @@ import asyncio
 
 from trajectory_builders import ORDER, Convo, cancel_convo, make_task
 
-from pipelines.llm.scripted import ScriptedLLM
-from schemas import GoldAction, Signatures
-from verifiers.no_tool_baseline import check_shortcut_prone, no_tool_baseline
-from verifiers.signatures import (
+from trajforge.generators.llm.scripted import ScriptedLLM
+from trajforge.schemas import GoldAction, Signatures
+from trajforge.verifiers.no_tool_baseline import check_shortcut_prone, no_tool_baseline
+from trajforge.verifiers.signatures import (
     check_answer_before_evidence,
     compute_signatures,
     gold_values,

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from schemas import (
+from tests.factories import TRAITS
+from trajforge.schemas import (
     DiffEntry,
     GoldAction,
     InitialState,
@@ -27,7 +28,6 @@ from schemas import (
     Trajectory,
     UserScenario,
 )
-from tests.factories import TRAITS
 
 SYSTEM = "You are a retail support agent. Follow the policy."
 

@@ -1,5 +1,5 @@
 """The retail domain: seeded users/products/orders, order-management tools, tasks, policy."""
 
-from generators.domains.retail.domain import RetailDomain
+from trajforge.generators.domains.retail.domain import RetailDomain
 
 __all__ = ["RetailDomain"]

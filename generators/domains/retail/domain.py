@@ -5,16 +5,20 @@ from __future__ import annotations
 import functools
 from importlib import resources
 
-from generators.domains.retail import tasks
-from generators.domains.retail.data_model import RetailState, generate_state
-from generators.domains.retail.tools import TOOLS
-from generators.tooling import Toolbox, apply_patches
-from schemas import InitialState, Persona, Task
+from trajforge.generators.domains.retail import tasks
+from trajforge.generators.domains.retail.data_model import RetailState, generate_state
+from trajforge.generators.domains.retail.tools import TOOLS
+from trajforge.generators.tooling import Toolbox, apply_patches
+from trajforge.schemas import InitialState, Persona, Task
 
 
 def load_policy() -> str:
     """The agent's rules, shipped as package data next to the code they describe."""
-    return resources.files("generators.domains.retail").joinpath("policy.md").read_text("utf-8")
+    return (
+        resources.files("trajforge.generators.domains.retail")
+        .joinpath("policy.md")
+        .read_text("utf-8")
+    )
 
 
 class RetailDomain:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from generators.domains.retail.data_model import (
+from trajforge.generators.domains.retail.data_model import (
     Address,
     Order,
     OrderItem,
@@ -29,8 +29,8 @@ from generators.domains.retail.data_model import (
     User,
     random_address,
 )
-from generators.tooling import TaskRejected, Toolbox, state_hash
-from schemas import (
+from trajforge.generators.tooling import TaskRejected, Toolbox, state_hash
+from trajforge.schemas import (
     GoldAction,
     InitialState,
     IntentCoordinates,

@@ -12,7 +12,7 @@ import ast
 import operator
 from typing import Any, Literal
 
-from generators.domains.retail.data_model import (
+from trajforge.generators.domains.retail.data_model import (
     Address,
     Order,
     OrderItem,
@@ -23,7 +23,7 @@ from generators.domains.retail.data_model import (
     User,
     Variant,
 )
-from generators.tooling import ToolError, tool
+from trajforge.generators.tooling import ToolError, tool
 
 CancelReason = Literal["no longer needed", "ordered by mistake"]
 

@@ -8,12 +8,12 @@ from collections import Counter
 
 import pytest
 
-from generators.domains import DOMAINS, get_domain
-from generators.domains.retail import tasks
-from generators.domains.retail.data_model import RetailState
-from generators.personas import sample_persona
-from generators.tooling import TaskRejected, state_hash
-from schemas import InitialState, StatePatch, TaskType, ToolCall
+from trajforge.generators.domains import DOMAINS, get_domain
+from trajforge.generators.domains.retail import tasks
+from trajforge.generators.domains.retail.data_model import RetailState
+from trajforge.generators.personas import sample_persona
+from trajforge.generators.tooling import TaskRejected, state_hash
+from trajforge.schemas import InitialState, StatePatch, TaskType, ToolCall
 
 DOMAIN = get_domain("retail")
 INTERNAL_ID = re.compile(r"(credit_card|gift_card|paypal)_\d{7}|\b\d{10}\b|[a-z]+_[a-z]+_\d{4}")
@@ -181,7 +181,7 @@ def test_synthesis_is_identical_across_processes():
 
 
 def test_low_recall_users_describe_orders_instead_of_ids():
-    from generators.task_verification import verify_task
+    from trajforge.generators.task_verification import verify_task
 
     forgetful = 0
     for seed in range(40):

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from generators.domains.retail.data_model import (
+from trajforge.generators.domains.retail.data_model import (
     Address,
     Order,
     OrderItem,
@@ -19,9 +19,9 @@ from generators.domains.retail.data_model import (
     Variant,
     generate_state,
 )
-from generators.domains.retail.tools import TOOLS
-from generators.tooling import Toolbox, state_hash
-from schemas import ToolCall
+from trajforge.generators.domains.retail.tools import TOOLS
+from trajforge.generators.tooling import Toolbox, state_hash
+from trajforge.schemas import ToolCall
 
 TOOLBOX = Toolbox(TOOLS)
 HOME = Address(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from generators.prompts import (
+from trajforge.generators.prompts import (
     DRAFT_BEGIN,
     DRAFT_END,
     REASON_BEGIN,
@@ -18,7 +18,7 @@ from generators.prompts import (
     first_person,
     section,
 )
-from schemas import ChatRequest
+from trajforge.schemas import ChatRequest
 
 
 def echo_last_user(request: ChatRequest) -> str:
@@ -72,7 +72,7 @@ def judge_approves(request: ChatRequest) -> str:
     offline builds and for testing calibration plumbing (it agrees with nothing on purpose)."""
     import json
 
-    from verifiers.judge import RUBRIC, criterion_ids
+    from trajforge.verifiers.judge import RUBRIC, criterion_ids
 
     verdicts = {c: {"passed": True, "rationale": "scripted"} for c in criterion_ids(tuple(RUBRIC))}
     return json.dumps({"criteria": verdicts}, sort_keys=True)

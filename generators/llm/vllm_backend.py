@@ -12,9 +12,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from pipelines.llm.local import MicroBatcher
-from pipelines.llm.toolcall_text import parse_tool_calls
-from schemas import ChatRequest, ChatResponse, LLMError, Message, ToolSpec, Usage
+from trajforge.generators.llm.local import MicroBatcher
+from trajforge.generators.llm.toolcall_text import parse_tool_calls
+from trajforge.schemas import ChatRequest, ChatResponse, LLMError, Message, ToolSpec, Usage
 
 INSTALL_HINT = "the vllm backend needs vLLM on a CUDA machine: install trajforge[gpu]"
 

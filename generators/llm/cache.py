@@ -15,7 +15,7 @@ import threading
 import time
 from pathlib import Path
 
-from schemas import ChatRequest, ChatResponse, LLMClient, content_hash
+from trajforge.schemas import ChatRequest, ChatResponse, LLMClient, content_hash
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (

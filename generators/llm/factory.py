@@ -12,11 +12,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from pipelines.llm.accounting import AccountingLLM, CallStats
-from pipelines.llm.cache import CachedLLM, ResponseCache
-from pipelines.llm.local import LOCAL_MODEL_NAME
-from pipelines.llm.responders import RESPONDERS
-from schemas import LLMClient, LLMError
+from trajforge.generators.llm.accounting import AccountingLLM, CallStats
+from trajforge.generators.llm.cache import CachedLLM, ResponseCache
+from trajforge.generators.llm.local import LOCAL_MODEL_NAME
+from trajforge.generators.llm.responders import RESPONDERS
+from trajforge.schemas import LLMClient, LLMError
 
 
 class _BackendConfig(BaseModel):
@@ -108,7 +108,7 @@ def build_client(
 
 def _build_backend(cfg: BackendConfig, stats: CallStats) -> Any:
     if isinstance(cfg, OpenAIBackendConfig):
-        from pipelines.llm.openai_backend import OpenAIBackend
+        from trajforge.generators.llm.openai_backend import OpenAIBackend
 
         return OpenAIBackend(
             cfg.model,
@@ -124,17 +124,17 @@ def _build_backend(cfg: BackendConfig, stats: CallStats) -> Any:
             stats=stats,
         )
     if isinstance(cfg, LocalBackendConfig):
-        from pipelines.llm.local import LocalLLM
+        from trajforge.generators.llm.local import LocalLLM
 
         return LocalLLM(
             max_batch_size=cfg.max_batch_size, batch_window_s=cfg.batch_window_ms / 1000.0
         )
     if isinstance(cfg, ScriptedBackendConfig):
-        from pipelines.llm.scripted import ScriptedLLM
+        from trajforge.generators.llm.scripted import ScriptedLLM
 
         return ScriptedLLM(responder=RESPONDERS[cfg.responder], model=model_name(cfg))
     if isinstance(cfg, VLLMBackendConfig):
-        from pipelines.llm.vllm_backend import VLLMBackend
+        from trajforge.generators.llm.vllm_backend import VLLMBackend
 
         options = cfg.model_dump(exclude={"kind", "model", "max_batch_size"}, exclude_none=True)
         return VLLMBackend(cfg.model, max_batch_size=cfg.max_batch_size, **options)

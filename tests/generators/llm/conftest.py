@@ -28,8 +28,8 @@ def stub_server() -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def local_llm():
     """The embedded model, loaded once per test session (skipped when the wheel is absent)."""
-    from pipelines.llm.local import LocalLLM, default_model_dir
-    from schemas import LLMError
+    from trajforge.generators.llm.local import LocalLLM, default_model_dir
+    from trajforge.schemas import LLMError
 
     try:
         default_model_dir()

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from pipelines.llm.local import LOCAL_MODEL_NAME, LocalLLM, MicroBatcher
-from schemas import ChatRequest, ChatResponse, LLMError, Message, SamplingParams
+from trajforge.generators.llm.local import LOCAL_MODEL_NAME, LocalLLM, MicroBatcher
+from trajforge.schemas import ChatRequest, ChatResponse, LLMError, Message, SamplingParams
 
 
 def request(text: str, temperature: float = 0.0, max_tokens: int = 8) -> ChatRequest:

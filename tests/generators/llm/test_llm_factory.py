@@ -9,7 +9,7 @@ import pytest
 from llm_stub_server import Reply, chat_body
 from pydantic import TypeAdapter, ValidationError
 
-from pipelines.llm import (
+from trajforge.generators.llm import (
     AccountingLLM,
     BackendConfig,
     CachedLLM,
@@ -23,7 +23,7 @@ from pipelines.llm import (
     build_client,
     model_name,
 )
-from schemas import ChatRequest, LLMClient, LLMError, Message
+from trajforge.schemas import ChatRequest, LLMClient, LLMError, Message
 
 ADAPTER = TypeAdapter(BackendConfig)
 REQUEST = ChatRequest(model="m", messages=(Message(role="user", content="ping"),))
@@ -77,7 +77,7 @@ def test_build_openai_client_reads_key_from_named_env(stub_server, monkeypatch):
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vllm is installed")
 def test_vllm_guard_error_is_clear():
-    import pipelines.llm.vllm_backend as vllm_backend  # importing works without vllm
+    import trajforge.generators.llm.vllm_backend as vllm_backend  # importing works without vllm
 
     with pytest.raises(LLMError, match=r"install trajforge\[gpu\]"):
         vllm_backend.VLLMBackend("tiny-model")
@@ -87,7 +87,7 @@ def test_vllm_guard_error_is_clear():
 
 @pytest.mark.gpu
 def test_vllm_generates_with_a_tiny_model():
-    from pipelines.llm.vllm_backend import VLLMBackend
+    from trajforge.generators.llm.vllm_backend import VLLMBackend
 
     backend = VLLMBackend("facebook/opt-125m", max_model_len=512, gpu_memory_utilization=0.3)
     request = ChatRequest(

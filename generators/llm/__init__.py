@@ -5,9 +5,9 @@ discriminated on `kind`) and `build_client` turns it into a client wrapped with 
 call accounting. The vLLM backend is imported lazily (it needs the `gpu` extra).
 """
 
-from pipelines.llm.accounting import AccountingLLM, CallStats, cost_of
-from pipelines.llm.cache import CachedLLM, ResponseCache
-from pipelines.llm.factory import (
+from trajforge.generators.llm.accounting import AccountingLLM, CallStats, cost_of
+from trajforge.generators.llm.cache import CachedLLM, ResponseCache
+from trajforge.generators.llm.factory import (
     BackendConfig,
     LocalBackendConfig,
     OpenAIBackendConfig,
@@ -16,10 +16,14 @@ from pipelines.llm.factory import (
     build_client,
     model_name,
 )
-from pipelines.llm.local import LOCAL_MODEL_NAME, LocalLLM, MicroBatcher
-from pipelines.llm.openai_backend import OpenAIBackend
-from pipelines.llm.scripted import ScriptedLLM
-from pipelines.llm.toolcall_text import parse_tool_calls, render_history, validate_arguments
+from trajforge.generators.llm.local import LOCAL_MODEL_NAME, LocalLLM, MicroBatcher
+from trajforge.generators.llm.openai_backend import OpenAIBackend
+from trajforge.generators.llm.scripted import ScriptedLLM
+from trajforge.generators.llm.toolcall_text import (
+    parse_tool_calls,
+    render_history,
+    validate_arguments,
+)
 
 __all__ = [
     "AccountingLLM",

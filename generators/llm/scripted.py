@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 
-from schemas import ChatRequest, ChatResponse, LLMError, Message, Usage
+from trajforge.schemas import ChatRequest, ChatResponse, LLMError, Message, Usage
 
 Reply = str | Message
 Responder = Callable[[ChatRequest], Reply]

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import threading
 
-from schemas import ChatRequest, ChatResponse, LLMClient
-from schemas.trajectory import Cost
+from trajforge.schemas import ChatRequest, ChatResponse, LLMClient
+from trajforge.schemas.trajectory import Cost
 
 
 def cost_of(response: ChatResponse) -> Cost:

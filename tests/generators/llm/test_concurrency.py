@@ -8,14 +8,14 @@ import time
 
 import pytest
 
-from pipelines.concurrency import (
+from trajforge.generators.llm.concurrency import (
     InFlight,
     process_semaphore,
     run_all,
     shared_loop,
 )
-from pipelines.llm.scripted import ScriptedLLM
-from schemas import ChatRequest, Message
+from trajforge.generators.llm.scripted import ScriptedLLM
+from trajforge.schemas import ChatRequest, Message
 
 
 class ConcurrencyProbe:
