@@ -116,8 +116,12 @@ def summary_table(manifest: dict) -> str:
 def cmd_build(args: argparse.Namespace, beam_args: list[str]) -> int:
     from trajforge.pipelines.build import run_build
     from trajforge.pipelines.progress import ProgressReporter
+    from trajforge.pipelines.requirements import missing_requirements
 
     config = load_config(args.config)
+    missing = missing_requirements(config)
+    if missing:  # before anything is written or paid for
+        raise UsageError("cannot start the build:\n  " + "\n  ".join(m.message() for m in missing))
     output = args.output.rstrip("/")
     prepare_run_dir(output, config.config_hash(), args.resume, args.overwrite)
     beam_args = with_default_runner(beam_args)

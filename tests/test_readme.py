@@ -3,6 +3,8 @@
 import re
 from pathlib import Path
 
+import pytest
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
@@ -12,6 +14,7 @@ def python_block_after(heading: str) -> str:
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
+@pytest.mark.slow  # real embedded model: the opt-in tier CI also runs
 def test_readme_one_trajectory_example_runs(capsys):
     code = python_block_after("## One trajectory from Python")
     exec(compile(code, "README.md", "exec"), {})

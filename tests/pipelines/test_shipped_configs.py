@@ -22,6 +22,7 @@ def test_shipped_config_is_valid(path):
     assert cfg.num_tasks >= 1
 
 
+@pytest.mark.slow  # real embedded model: the opt-in tier CI also runs
 def test_quickstart_builds_on_the_embedded_model(tmp_path):
     """The README's main job, shrunk to two tasks: local runner, local files, SmolLM2 on CPU."""
     raw = yaml.safe_load(

@@ -77,6 +77,7 @@ def test_cpu_only():
         LocalLLM(device="cuda")
 
 
+@pytest.mark.slow  # real embedded model: the opt-in tier CI also runs
 def test_real_model_generates_a_short_batched_reply(local_llm):
     async def run():
         return await asyncio.gather(
