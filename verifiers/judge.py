@@ -14,7 +14,7 @@ import re
 import statistics
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
@@ -27,10 +27,12 @@ from trajforge.schemas import (
     LLMClient,
     LLMError,
     Message,
+    RejectionReason,
     SamplingParams,
     Trajectory,
     derive_seed,
 )
+from trajforge.verifiers.protocol import FilterContext, FilterModel
 from trajforge.verifiers.result import FilterResult
 
 #: The rubric: per axis, (criterion id, yes/no question). "yes" is always the good answer.
@@ -331,3 +333,17 @@ def judge_gate(judgement: Judgement, config: JudgeConfig) -> FilterResult:
     if low:
         return FilterResult.reject("judge_below_threshold", "; ".join(low))
     return FilterResult.ok()
+
+
+class JudgeGate(FilterModel):
+    """The latest attached judgement is graded and every axis meets its threshold."""
+
+    name: ClassVar[str] = "judge"
+    reasons: ClassVar[tuple[RejectionReason, ...]] = ("judge_below_threshold", "judge_ungradeable")
+
+    settings: JudgeConfig = JudgeConfig()
+
+    def check(self, trajectory: Trajectory, context: FilterContext) -> FilterResult:
+        if not trajectory.judgements:
+            return FilterResult.reject("judge_ungradeable", "no judgement attached")
+        return judge_gate(trajectory.judgements[-1], self.settings)
