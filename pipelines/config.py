@@ -214,7 +214,8 @@ def format_validation_error(err: ValidationError, source: str) -> str:
         elif e["type"] == "missing":
             lines.append(f"  {loc}: required field is missing (add it)")
         else:
-            lines.append(f"  {loc or '(top level)'}: {e['msg']} (got {e.get('input')!r})")
+            msg = e["msg"].removeprefix("Value error, ")
+            lines.append(f"  {loc or '(top level)'}: {msg} (got {e.get('input')!r})")
     return "\n".join(lines)
 
 
