@@ -16,7 +16,7 @@ from pydantic import StringConstraints
 
 from trajforge.schemas.base import Record
 
-JudgeAxis = Literal[
+BuiltinAxis = Literal[
     "task_success",
     "policy_compliance",
     "grounding",
@@ -24,6 +24,9 @@ JudgeAxis = Literal[
     "efficiency",
     "user_fidelity",
 ]
+
+#: A rubric from the user's package may grade its own axes (snake_case ids).
+JudgeAxis = BuiltinAxis | Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,47}$")]
 
 Stage = Literal[
     "synthesize",

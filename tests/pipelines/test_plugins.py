@@ -16,9 +16,11 @@ seed: 3
 mode: blueprint
 roles:
   agent: {{kind: scripted, responder: blueprint}}
+  judge: {{kind: scripted, responder: judge_approves}}
 concurrency: {{max_in_flight: 4}}
 quality:
   dedup: {{semantic: {{enabled: false}}}}
+  judge: {{enabled: {judge}, settings: {{rubric: 'tests.plugins.rubrics:RUBRIC'}}}}
   filters:
 {filters}
 """
@@ -35,9 +37,9 @@ DEFAULT_LIST = """\
 PLUGIN_FILTER = "    - {path: 'tests.plugins.filters:AgentWordBudgetFilter', max_words: 1}\n"
 
 
-def write(tmp_path, domain="retail", filters=DEFAULT_LIST):
+def write(tmp_path, domain="retail", filters=DEFAULT_LIST, judge="false"):
     path = tmp_path / "plugins.yaml"
-    path.write_text(BASE.format(domain=domain, filters=filters.rstrip("\n")))
+    path.write_text(BASE.format(domain=domain, filters=filters.rstrip("\n"), judge=judge))
     return path
 
 
@@ -49,8 +51,10 @@ def rejected_records(out):
     ]
 
 
-def test_plugin_domain_and_filter_in_a_real_build(tmp_path):
-    cfg = write(tmp_path, "'tests.plugins.domains:OutletDomain'", DEFAULT_LIST + PLUGIN_FILTER)
+def test_plugin_domain_filter_and_rubric_in_a_real_build(tmp_path):
+    cfg = write(
+        tmp_path, "'tests.plugins.domains:OutletDomain'", DEFAULT_LIST + PLUGIN_FILTER, "true"
+    )
     out = tmp_path / "run"
     assert main(["build", "--config", str(cfg), "--output", str(out), "--no-progress"]) == 0
     manifest = json.loads((out / "manifest.json").read_text())
@@ -60,7 +64,7 @@ def test_plugin_domain_and_filter_in_a_real_build(tmp_path):
     # it kept, and the shortcut stage saw what the outcome stage kept.
     filters = manifest["filters"]
     assert [f["name"] for f in filters][-1] == "agent_word_budget"
-    seen = manifest["stage_counts"]["outcome.kept"]
+    seen = manifest["stage_counts"]["judge.kept"]
     assert seen > 0
     for entry in filters:
         assert entry["kept"] + sum(entry["rejected"].values()) == seen, entry
@@ -75,9 +79,11 @@ def test_plugin_domain_and_filter_in_a_real_build(tmp_path):
     assert {r["reason"] for r in by_budget} == {"agent_too_verbose"}
     assert manifest["stage_counts"]["shortcut.rejected.agent_too_verbose"] == len(by_budget)
 
-    # The plugin domain synthesized the tasks (its name is on every one).
+    # The plugin domain synthesized the tasks (its name is on every one), and the judge
+    # graded with the plugin rubric's axes.
     payload = json.loads(by_budget[0]["payload_json"])
     assert payload["task"]["domain"] == "outlet"
+    assert [a["axis"] for a in payload["judgements"][0]["axes"]] == ["task_success", "tone"]
 
 
 @pytest.mark.parametrize(
@@ -110,4 +116,11 @@ def test_moved_shortcut_switches_name_the_new_field(tmp_path):
         "quality: {shortcut: {loops: false, max_repeats: 4}}\n"
     )
     with pytest.raises(ConfigError, match=r"quality.shortcut: .*moved to `quality.filters`"):
+        load_config(path)
+
+
+def test_bad_rubric_path_names_the_judge_settings(tmp_path):
+    path = write(tmp_path)
+    path.write_text(path.read_text().replace("rubrics:RUBRIC", "rubrics:NOPE"))
+    with pytest.raises(ConfigError, match=r"quality.judge.settings: rubric: .*'NOPE'"):
         load_config(path)
