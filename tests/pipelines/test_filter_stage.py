@@ -60,3 +60,18 @@ def test_filter_stage_counts_per_filter_and_names_the_filter(tmp_path):
     assert counts["filter.user_fidelity.kept"] == 1
     assert counts["filter.user_fidelity.rejected.user_hallucination"] == 1
     assert counts["shortcut.kept"] == 1
+
+
+def test_progress_does_not_count_a_filter_rejection_twice():
+    from trajforge.pipelines.progress import disposition
+
+    counters = {
+        "split.kept": 4,
+        "outcome.rejected.state_mismatch": 1,
+        "shortcut.rejected.loop_or_repeat": 2,
+        "filter.loops.rejected.loop_or_repeat": 2,
+        "filter.loops.kept": 4,
+        "shortcut.dead_letter": 1,
+        "tokens.llm_calls": 9,
+    }
+    assert disposition(counters) == (4, 3, 1, 9)
