@@ -37,6 +37,10 @@ RejectionReason = Literal[
     "prefix_solves",
     "exposed_constant",
     "no_tool_answer_succeeds",
+    # search-domain question synthesis: one typed reason per shortcut risk
+    "evidence_co_coverage",
+    "single_clue_selective",
+    "prior_knowledge_binding",
     # generation
     "entity_mismatch",
     "role_confusion",
@@ -46,6 +50,7 @@ RejectionReason = Literal[
     "state_mismatch",
     "outputs_not_communicated",
     "bad_termination",
+    "evidence_not_covered",
     # judges
     "judge_below_threshold",
     "judge_ungradeable",
