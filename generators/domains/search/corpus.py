@@ -12,6 +12,7 @@ group entities by a shared attribute match searches for clues without resolving 
 from __future__ import annotations
 
 import random
+import re
 from collections import defaultdict
 
 import networkx as nx
@@ -76,6 +77,14 @@ def relation_fact(source: str, relation: str, dst: str) -> Fact:
     return Fact(subject=source, predicate=relation, object=dst)
 
 
+_A_VOWEL = re.compile(r"\ba (?=[aeiou])")
+
+
+def with_articles(text: str) -> str:
+    """'a architect' -> 'an architect' (templates write 'a {value}')."""
+    return _A_VOWEL.sub("an ", text)
+
+
 def sentence(graph: nx.MultiDiGraph, fact: Fact, reverse: bool = False) -> str:
     """The fact in words (a relation can be told from either end)."""
     subject = entity(graph, fact.subject)
@@ -83,7 +92,7 @@ def sentence(graph: nx.MultiDiGraph, fact: Fact, reverse: bool = False) -> str:
         rel = RELATIONS[fact.predicate]
         obj = entity(graph, fact.object).name
         return (rel.reverse if reverse else rel.forward).format(s=subject.name, o=obj)
-    return ATTRIBUTE_SENTENCES[fact.predicate].format(s=subject.name, v=fact.object)
+    return with_articles(ATTRIBUTE_SENTENCES[fact.predicate].format(s=subject.name, v=fact.object))
 
 
 def entity_facts(graph: nx.MultiDiGraph, e: Entity) -> list[Fact]:

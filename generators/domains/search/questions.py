@@ -15,7 +15,11 @@ import random
 import networkx as nx
 from pydantic import BaseModel, ConfigDict
 
-from trajforge.generators.domains.search.corpus import ATTRIBUTE_SENTENCES, attribute_fact
+from trajforge.generators.domains.search.corpus import (
+    ATTRIBUTE_SENTENCES,
+    attribute_fact,
+    with_articles,
+)
 from trajforge.generators.domains.search.world import (
     RELATIONS,
     TYPE_NOUNS,
@@ -89,7 +93,8 @@ class Question(_Frozen):
 
 def clue_phrase(clue: Clue) -> str:
     """'was founded in 1921': the attribute sentence without its subject."""
-    return ATTRIBUTE_SENTENCES[clue.attr].format(s="", v=clue.value).strip().rstrip(".")
+    text = ATTRIBUTE_SENTENCES[clue.attr].format(s="", v=clue.value)
+    return with_articles(text).strip().rstrip(".")
 
 
 def matching(graph: nx.MultiDiGraph, etype: str, clues: tuple[Clue, ...]) -> list[str]:
