@@ -17,7 +17,6 @@ from pydantic import BaseModel, ConfigDict
 
 from trajforge.generators.domains.search.corpus import (
     ATTRIBUTE_SENTENCES,
-    attribute_fact,
     with_articles,
 )
 from trajforge.generators.domains.search.world import (
@@ -188,8 +187,3 @@ def sample_question(graph: nx.MultiDiGraph, rng: random.Random) -> Question | No
         answer_id=answer.id,
         answer=answer.name,
     )
-
-
-def clue_fact_keys(graph, question: Question) -> frozenset[str]:
-    """Keys of the attribute facts behind the clues (the same keys documents record)."""
-    return frozenset(attribute_fact(entity(graph, c.entity), c.attr).key for c in question.clues)
