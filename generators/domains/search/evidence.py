@@ -41,7 +41,7 @@ def _retrieves(world: SearchWorld, query: str, doc_id: str) -> bool:
 
 def _anchor_queries(question: Question, world: SearchWorld) -> list[str]:
     """Before the anchor is known, only the question's clue values can be searched for."""
-    values = [c.value for c in question.anchor_clues]
+    values = [c.object for c in question.anchor_clues]
     noun = TYPE_NOUNS[entity(world.graph, question.anchor).type]
     return [" ".join(values), f"{noun} {' '.join(values)}", *values]
 
@@ -75,7 +75,7 @@ def gold_evidence(question: Question, world: SearchWorld, rng: random.Random):
     """
     steps: list[EvidenceStep] = []
     read: set[str] = set()
-    left = {c.fact for c in question.anchor_clues}
+    left = {c.key for c in question.anchor_clues}
     while left:
         docs = [d for d in world.documents if d.facts & left]
         rng.shuffle(docs)
@@ -90,9 +90,9 @@ def gold_evidence(question: Question, world: SearchWorld, rng: random.Random):
         steps.append(step)
         read |= world.by_id[step.doc_id].facts
         left -= read
-    extra = {c.entity: c.fact for c in question.extra_clues}
+    extra = {c.subject: c.key for c in question.extra_clues}
     for hop in question.path:
-        for fact in (hop.fact, extra.get(hop.target)):
+        for fact in (hop.key, extra.get(hop.object)):
             if fact is None or fact in read:
                 continue
             docs = sorted(d.doc_id for d in world.documents if fact in d.facts)
@@ -121,16 +121,16 @@ def resolve_from_evidence(question: Question, world: SearchWorld, doc_ids) -> st
     attrs = {a for attrs in ATTRIBUTES.values() for a in attrs} | {"kind"}
     candidates = {s for s, p, _ in triples if p in attrs}
     for clue in question.anchor_clues:
-        candidates &= {s for s, p, o in triples if p == clue.attr and o == clue.value}
+        candidates &= {s for s, p, o in triples if p == clue.predicate and o == clue.object}
     if len(candidates) != 1:
         return None
     node = candidates.pop()
     for hop in question.path:
-        nxt = {o for s, p, o in triples if s == node and p == hop.relation}
+        nxt = {o for s, p, o in triples if s == node and p == hop.predicate}
         if len(nxt) != 1:
             return None
         node = nxt.pop()
-    extra_ok = all(c.fact in facts for c in question.extra_clues)
+    extra_ok = all(c.key in facts for c in question.extra_clues)
     return node if extra_ok else None
 
 

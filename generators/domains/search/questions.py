@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from trajforge.generators.domains.search.corpus import (
     ATTRIBUTE_SENTENCES,
+    Fact,
     with_articles,
 )
 from trajforge.generators.domains.search.world import (
@@ -38,26 +39,10 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class Clue(_Frozen):
-    """An attribute constraint on one entity of the chain: `entity` has `attr` = `value`."""
-
-    entity: str
-    attr: str
-    value: str
-
-    @property
-    def fact(self) -> str:
-        return f"{self.entity}|{self.attr}|{self.value}"
-
-
-class Hop(_Frozen):
-    source: str
-    relation: str
-    target: str
-
-    @property
-    def fact(self) -> str:
-        return f"{self.source}|{self.relation}|{self.target}"
+#: An attribute fact used as a clue: `subject` has attribute `predicate` = `object`.
+Clue = Fact
+#: A relation fact the chain follows: from `subject` by relation `predicate` to `object`.
+Hop = Fact
 
 
 class Question(_Frozen):
@@ -82,17 +67,17 @@ class Question(_Frozen):
     @property
     def facts(self) -> frozenset[str]:
         """Every fact a solver must establish: the anchor's clues, each hop, each extra clue."""
-        return frozenset(c.fact for c in self.clues) | {h.fact for h in self.path}
+        return frozenset(c.key for c in self.clues) | {h.key for h in self.path}
 
     @property
     def chain(self) -> tuple[str, ...]:
         """Entity ids from the anchor to the answer."""
-        return (self.anchor, *(h.target for h in self.path))
+        return (self.anchor, *(h.object for h in self.path))
 
 
 def clue_phrase(clue: Clue) -> str:
     """'was founded in 1921': the attribute sentence without its subject."""
-    text = ATTRIBUTE_SENTENCES[clue.attr].format(s="", v=clue.value)
+    text = ATTRIBUTE_SENTENCES[clue.predicate].format(s="", v=clue.object)
     return with_articles(text).strip().rstrip(".")
 
 
@@ -101,7 +86,7 @@ def matching(graph: nx.MultiDiGraph, etype: str, clues: tuple[Clue, ...]) -> lis
     return [
         e.id
         for e in entities(graph)
-        if e.type == etype and all(e.attrs.get(c.attr) == c.value for c in clues)
+        if e.type == etype and all(e.attrs.get(c.predicate) == c.object for c in clues)
     ]
 
 
@@ -113,7 +98,7 @@ def _anchor_clues(graph, anchor: str, rng: random.Random) -> tuple[Clue, ...] | 
         combos = list(itertools.combinations(attrs, size))
         rng.shuffle(combos)
         for combo in combos:
-            clues = tuple(Clue(entity=anchor, attr=a, value=e.attrs[a]) for a in combo)
+            clues = tuple(Clue(subject=anchor, predicate=a, object=e.attrs[a]) for a in combo)
             if matching(graph, e.type, clues) == [anchor]:
                 return clues
     return None
@@ -129,7 +114,7 @@ def _walk(graph, anchor: str, hops: int, rng: random.Random) -> tuple[Hop, ...] 
         if not options:
             return None
         relation, nxt = rng.choice(options)
-        path.append(Hop(source=node, relation=relation, target=nxt))
+        path.append(Hop(subject=node, predicate=relation, object=nxt))
         seen.add(nxt)
         node = nxt
     return tuple(path)
@@ -138,24 +123,24 @@ def _walk(graph, anchor: str, hops: int, rng: random.Random) -> tuple[Hop, ...] 
 def _extra_clues(graph, path: tuple[Hop, ...], rng: random.Random) -> tuple[Clue, ...]:
     if rng.random() >= EXTRA_CLUE:
         return ()
-    node = rng.choice([h.target for h in path])
+    node = rng.choice([h.object for h in path])
     e = entity(graph, node)
     attr = rng.choice(sorted(a for a in e.attrs if not (e.type == "place" and a == "kind")))
-    return (Clue(entity=node, attr=attr, value=e.attrs[attr]),)
+    return (Clue(subject=node, predicate=attr, object=e.attrs[attr]),)
 
 
 def render_question(graph, anchor_clues, path, extra_clues) -> str:
     """The question text: nested relation descriptions around the anchor's clues."""
-    anchor = entity(graph, anchor_clues[0].entity)
+    anchor = entity(graph, anchor_clues[0].subject)
     who = "who" if anchor.type == "person" else "that"
     phrases = " and ".join(clue_phrase(c) for c in anchor_clues)
     text = f"the {TYPE_NOUNS[anchor.type]} {who} {phrases}"
-    extra = {c.entity: c for c in extra_clues}
+    extra = {c.subject: c for c in extra_clues}
     for hop in path:
-        text = RELATIONS[hop.relation].hop.format(x=text)
-        if hop.target in extra:
-            clue = extra[hop.target]
-            noun = TYPE_NOUNS[entity(graph, clue.entity).type]
+        text = RELATIONS[hop.predicate].hop.format(x=text)
+        if hop.object in extra:
+            clue = extra[hop.object]
+            noun = TYPE_NOUNS[entity(graph, clue.subject).type]
             article = "an" if noun[0] in "aeiou" else "a"
             rel = "who" if noun == "person" else "that"
             text = f"{text} ({article} {noun} {rel} {clue_phrase(clue)})"
@@ -177,7 +162,7 @@ def sample_question(graph: nx.MultiDiGraph, rng: random.Random) -> Question | No
     if clues is None:
         return None
     extra = _extra_clues(graph, path, rng)
-    answer = entity(graph, path[-1].target)
+    answer = entity(graph, path[-1].object)
     return Question(
         text=render_question(graph, clues, path, extra),
         anchor=anchor,

@@ -156,9 +156,9 @@ def co_coverage(question: Question, world: SearchWorld) -> str | None:
 def single_clue(question: Question, world: SearchWorld) -> str | None:
     """A clue that alone matches exactly one entity of its type in the graph, or None."""
     for clue in question.clues:
-        etype = entity(world.graph, clue.entity).type
+        etype = entity(world.graph, clue.subject).type
         if len(matching(world.graph, etype, (clue,))) == 1:
-            return f"'{clue.attr} = {clue.value}' alone identifies {clue.entity}"
+            return f"'{clue.predicate} = {clue.object}' alone identifies {clue.subject}"
     return None
 
 

@@ -30,10 +30,10 @@ def world():
 
 
 def _question(world, clues, path, extra=(), text=None):
-    end = entity(world.graph, path[-1].target)
+    end = entity(world.graph, path[-1].object)
     return Question(
         text=text or render_question(world.graph, clues, path, extra),
-        anchor=clues[0].entity,
+        anchor=clues[0].subject,
         anchor_clues=tuple(clues),
         path=tuple(path),
         extra_clues=tuple(extra),
@@ -46,14 +46,14 @@ def _path(world, start, relations):
     path, node = [], start
     for relation in relations:
         nxt = target(world.graph, node, relation)
-        path.append(Hop(source=node, relation=relation, target=nxt))
+        path.append(Hop(subject=node, predicate=relation, object=nxt))
         node = nxt
     return path
 
 
 def _clues(world, node, attrs):
     e = entity(world.graph, node)
-    return [Clue(entity=node, attr=a, value=e.attrs[a]) for a in attrs]
+    return [Clue(subject=node, predicate=a, object=e.attrs[a]) for a in attrs]
 
 
 def test_co_coverage_rejects_a_question_one_biography_answers(world):
@@ -99,8 +99,10 @@ def test_single_clue_rejects_a_clue_that_alone_identifies_the_anchor(world):
 def test_single_clue_also_guards_intermediates(world):
     person, _, pair = _unique_and_shared(world, "person")
     path = _path(world, person.id, ["works_for", "based_in", "part_of"])
-    org = path[0].target
-    founded = [Clue(entity=org, attr="founded", value=entity(world.graph, org).attrs["founded"])]
+    org = path[0].object
+    founded = [
+        Clue(subject=org, predicate="founded", object=entity(world.graph, org).attrs["founded"])
+    ]
     q = _question(world, _clues(world, person.id, pair), path, founded)
     alone = len(matching(world.graph, "organisation", tuple(founded))) == 1
     assert (single_clue(q, world) is not None) == alone
@@ -111,7 +113,7 @@ def test_exposed_constant_rejects_a_named_intermediate(world):
     path = _path(world, person.id, ["works_for", "based_in"])
     clues = _clues(world, person.id, pair)
     good = _question(world, clues, path)
-    org = entity(world.graph, path[0].target)
+    org = entity(world.graph, path[0].object)
     leaky = good.text.replace("the organisation that employs", f"{org.name}, which employs")
     assert org.name in exposed(_question(world, clues, path, text=leaky), world)
     assert exposed(good, world) is None
@@ -126,7 +128,7 @@ def test_exposed_constant_rejects_a_clue_that_spells_part_of_the_answer(world):
         and entity(world.graph, d).attrs["sector"] in ("glassworks", "shipping")
     )
     path = _path(world, work.id, ["published_by"])
-    sector = Clue(entity=org.id, attr="sector", value=org.attrs["sector"])
+    sector = Clue(subject=org.id, predicate="sector", object=org.attrs["sector"])
     clues = _clues(world, work.id, ["form", "year"])
     assert org.attrs["sector"] in exposed(_question(world, clues, path, (sector,)), world)
     assert exposed(_question(world, clues, path), world) is None
@@ -139,7 +141,7 @@ def test_prior_knowledge_rejects_a_real_world_name_in_the_chain(world):
     q = _question(world, clues, path)
     assert prior_knowledge(q, world) is None
     graph = world.graph.copy()
-    town = entity(graph, path[0].target)
+    town = entity(graph, path[0].object)
     graph.nodes[town.id]["entity"] = Entity(id=town.id, type="place", name="Lima", attrs=town.attrs)
     renamed = dataclasses.replace(world, graph=graph)
     assert "lima" in prior_knowledge(q, renamed)
