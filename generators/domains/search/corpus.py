@@ -57,6 +57,11 @@ class Fact(BaseModel):
     def key(self) -> str:
         return f"{self.subject}|{self.predicate}|{self.object}"
 
+    @classmethod
+    def from_key(cls, key: str) -> Fact:
+        subject, predicate, obj = key.split("|")
+        return cls(subject=subject, predicate=predicate, object=obj)
+
 
 class Document(BaseModel):
     """A rendered document: id, title, text, and the keys of the facts its text states."""

@@ -26,6 +26,7 @@ class SearchDomain:
 
     name = "search"
     outcome_checks = OUTCOME_CHECKS
+    confirm_writes = False  # the one write is the final answer; the policy asks no confirmation
 
     def __init__(self) -> None:
         self.policy: str = load_policy()

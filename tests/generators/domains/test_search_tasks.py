@@ -8,9 +8,12 @@ import pytest
 from trajforge.generators.agent import OracleAgent
 from trajforge.generators.domains import get_domain
 from trajforge.generators.domains.search.bm25 import tokenize
+from trajforge.generators.domains.search.corpus import Fact, sentence
 from trajforge.generators.domains.search.data_model import world_for
 from trajforge.generators.domains.search.evidence import resolve_from_evidence
 from trajforge.generators.domains.search.synthesis import synthesize_question
+from trajforge.generators.domains.search.tasks import synthesized_for
+from trajforge.generators.domains.search.verification import evidence_not_covered
 from trajforge.generators.domains.search.world import ATTRIBUTES, RELATIONS, TYPE_NOUNS
 from trajforge.generators.personas import sample_persona
 from trajforge.generators.rollout import run_rollout
@@ -128,3 +131,43 @@ def test_wrong_answer_is_a_state_mismatch(task, domain):
         }
     )
     assert rejection_reason(verify_outcome(swapped, domain)) == "state_mismatch"
+
+
+def _steps_trajectory(task, domain, calls):
+    """The task's trajectory made of exactly these calls, executed for real."""
+    state = domain.initial_state(task.initial_state)
+    steps = []
+    for i, (name, arguments) in enumerate(calls):
+        call = ToolCall(id=f"c{i}", name=name, arguments=arguments)
+        run = domain.toolbox.execute(state, call)
+        steps.append(
+            StepRecord(index=i, turn=0, call=call, result=None if run.error else run.observation,
+                       error=run.observation if run.error else None)
+        )  # fmt: skip
+    return _oracle(task, domain).model_copy(update={"steps": tuple(steps)})
+
+
+def test_equivalent_documents_and_found_sentences_count_as_evidence(task, domain):
+    found = synthesized_for(task.initial_state.seed, task.persona.id)
+    world = world_for(task.initial_state.seed)
+    gold = {s.doc_id for s in found.evidence}
+    facts = sorted(found.question.facts)
+    # Any document stating a fact is evidence for it (prefer non-gold ones where they exist).
+    docs = []
+    for key in facts:
+        stating = [d.doc_id for d in world.documents if key in d.facts]
+        docs.append(next((d for d in stating if d not in gold), stating[0]))
+    opened = _steps_trajectory(task, domain, [("open", {"doc_id": d}) for d in docs])
+    assert evidence_not_covered(opened) is None
+    # `find` showing the fact's sentence counts for that fact, and only for it.
+    finds = [
+        ("find", {"doc_id": d, "text": sentence(world.graph, Fact.from_key(k))[:-1]})
+        for d, k in zip(docs, facts, strict=True)
+        if sentence(world.graph, Fact.from_key(k)) in world.by_id[d].text
+    ]
+    rest = [("open", {"doc_id": d}) for d, k in zip(docs, facts, strict=True)
+            if sentence(world.graph, Fact.from_key(k)) not in world.by_id[d].text]  # fmt: skip
+    assert finds
+    assert evidence_not_covered(_steps_trajectory(task, domain, finds + rest)) is None
+    missing = _steps_trajectory(task, domain, finds[1:] + rest)
+    assert "evidence_not_covered" in evidence_not_covered(missing)
