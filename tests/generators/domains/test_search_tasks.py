@@ -6,6 +6,7 @@ import random
 import pytest
 
 from trajforge.generators.agent import OracleAgent
+from trajforge.generators.blueprint import run_blueprint
 from trajforge.generators.domains import get_domain
 from trajforge.generators.domains.search.bm25 import tokenize
 from trajforge.generators.domains.search.corpus import Fact, sentence
@@ -15,6 +16,8 @@ from trajforge.generators.domains.search.synthesis import synthesize_question
 from trajforge.generators.domains.search.tasks import synthesized_for
 from trajforge.generators.domains.search.verification import evidence_not_covered
 from trajforge.generators.domains.search.world import ATTRIBUTES, RELATIONS, TYPE_NOUNS
+from trajforge.generators.llm.responders import RESPONDERS
+from trajforge.generators.llm.scripted import ScriptedLLM
 from trajforge.generators.personas import sample_persona
 from trajforge.generators.rollout import run_rollout
 from trajforge.generators.task_verification import verify_task
@@ -171,3 +174,16 @@ def test_equivalent_documents_and_found_sentences_count_as_evidence(task, domain
     assert evidence_not_covered(_steps_trajectory(task, domain, finds + rest)) is None
     missing = _steps_trajectory(task, domain, finds[1:] + rest)
     assert "evidence_not_covered" in evidence_not_covered(missing)
+
+
+def test_blueprint_asks_nothing_twice_and_confirms_no_answer(task, domain):
+    llm = ScriptedLLM(responder=RESPONDERS["blueprint"])
+    trajectory = asyncio.run(
+        run_blueprint(task, domain, llm, model="m", seed=1, provenance=PROVENANCE)
+    )
+    texts = [m.content or "" for m in trajectory.messages if m.role in ("user", "assistant")]
+    question = task.scenario.known_info["question"]
+    assert sum(question in t for t in texts) == 1  # said once, in the opening
+    assert not any("confirm" in t.lower() for t in texts)
+    assert verify_outcome(trajectory, domain).passed
+    assert check_answer_before_evidence(trajectory).passed
