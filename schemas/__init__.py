@@ -23,6 +23,7 @@ from trajforge.schemas.llm import (
 )
 from trajforge.schemas.persona import Persona, TraitVector
 from trajforge.schemas.task import (
+    TASK_TYPE_PATTERN,
     GoldAction,
     InitialState,
     IntentCoordinates,
@@ -76,6 +77,7 @@ __all__ = [
     "IntentCoordinates",
     "StatePatch",
     "Task",
+    "TASK_TYPE_PATTERN",
     "TaskType",
     "TaskVerification",
     "UserScenario",
