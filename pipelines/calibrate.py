@@ -51,11 +51,11 @@ def calibrate_run(run_dir: str, limit: int | None = None) -> dict:
     judge = TrajectoryJudge(
         [clients.judge], [clients.models["judge"]], config.quality.judge.settings
     )
-    policy = get_domain(config.domain).policy
+    policies = {name: get_domain(name).policy for name in config.domain_names}
     trajectories = list(run_trajectories(run_dir, limit))
 
     async def judged(t: Trajectory) -> Trajectory:
-        judgement = await judge.judge(t, policy, derive_seed(t.id, "calibrate", 0))
+        judgement = await judge.judge(t, policies[t.task.domain], derive_seed(t.id, "calibrate", 0))
         return t.model_copy(update={"judgements": (*t.judgements, judgement)})
 
     results = run_all(

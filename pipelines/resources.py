@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajforge.generators.llm.factory import BackendConfig, build_client, model_name
+from trajforge.generators.tooling import Domain
 from trajforge.pipelines.config import BuildConfig
 from trajforge.schemas import LLMClient
 
@@ -88,16 +89,25 @@ class StageResources:
         self.config = config
         self.run_dir = run_dir
         self.needs_llm = needs_llm
-        self.domain: Any = None
+        self.domains: dict[str, Domain] = {}
         self.clients: RoleClients | None = None
 
     def setup(self) -> None:
         from trajforge.generators.domains import get_domain
 
-        if self.domain is None:
-            self.domain = get_domain(self.config.domain)
+        for name in self.config.domain_names:
+            if name not in self.domains:
+                self.domains[name] = get_domain(name)
         if self.needs_llm and self.clients is None:
             self.clients = shared_role_clients(self.config, self.run_dir)
+
+    def domain_for(self, name: str) -> Domain:
+        """The named domain of this build (each record carries its own: `task.domain`)."""
+        try:
+            return self.domains[name]
+        except KeyError:
+            known = ", ".join(sorted(self.domains)) or "none (setup() not called)"
+            raise KeyError(f"domain {name!r} is not part of this build; it has: {known}") from None
 
     def __getstate__(self) -> dict[str, Any]:
         return {"config": self.config, "run_dir": self.run_dir, "needs_llm": self.needs_llm}

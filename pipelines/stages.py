@@ -33,19 +33,21 @@ TRAJFORGE_VERSION = _trajforge_version()
 
 
 def synthesize_task(res: StageResources, index: int) -> Task:
-    """Seed index -> persona -> a task grounded in the domain's seeded state."""
+    """Seed index -> its domain (drawn by weight in a mixed build) -> persona -> a task grounded
+    in that domain's seeded state."""
     from trajforge.generators.personas import sample_persona
 
     cfg = res.config
+    domain = res.domain_for(cfg.domain_of(index))
     persona = sample_persona(derive_seed(cfg.seed, index, "persona"))
-    return res.domain.synthesize_task(persona, derive_seed(cfg.seed, index, "synthesize", 0))
+    return domain.synthesize_task(persona, derive_seed(cfg.seed, index, "synthesize", 0))
 
 
 def verify_task(res: StageResources, task: Task) -> Task:
     """Pre-rollout checks (gold runs clean, not already solved, no prefix suffices, ...)."""
     from trajforge.generators.task_verification import verify_task as verify
 
-    return verify(res.domain, task)
+    return verify(res.domain_for(task.domain), task)
 
 
 def _provenance(res: StageResources, task: Task, seed: int) -> Provenance:
@@ -65,12 +67,13 @@ async def generate_trajectory(res: StageResources, task: Task) -> Trajectory:
     assert clients is not None
     seed = derive_seed(task.id, cfg.mode, 0)
     provenance = _provenance(res, task, seed)
+    domain = res.domain_for(task.domain)
     if cfg.mode == "blueprint":
         from trajforge.generators.blueprint import run_blueprint
 
         return await run_blueprint(
             task,
-            res.domain,
+            domain,
             clients.agent,
             model=clients.models["agent"],
             seed=seed,
@@ -90,10 +93,10 @@ async def generate_trajectory(res: StageResources, task: Task) -> Trajectory:
     if cfg.rollout.user == "scripted":
         user = ScriptedUser(task)
     else:
-        user = LLMUser(clients.user, clients.models["user"], task, cfg.sampling)
+        user = LLMUser(clients.user, clients.models["user"], task, cfg.sampling, domain.vocabulary)
     return await run_rollout(
         task,
-        res.domain,
+        domain,
         agent,
         user,
         max_turns=cfg.rollout.max_turns,
@@ -116,7 +119,7 @@ def verify_outcome(res: StageResources, trajectory: Trajectory) -> Trajectory:
     from trajforge.verifiers.outcome import rejection_reason
     from trajforge.verifiers.outcome import verify_outcome as verify
 
-    outcome = verify(trajectory, res.domain)
+    outcome = verify(trajectory, res.domain_for(trajectory.task.domain))
     checked = trajectory.model_copy(update={"outcome": outcome})
     reason = rejection_reason(outcome)
     if reason is None:
@@ -151,7 +154,8 @@ def to_dataset_record(res: StageResources, trajectory: Trajectory) -> DatasetRec
         mode=trajectory.mode,
         messages_json=json.dumps([m.openai_dict() for m in trajectory.messages], sort_keys=True),
         tools_json=json.dumps(
-            [s.openai_schema() for s in res.domain.toolbox.specs], sort_keys=True
+            [s.openai_schema() for s in res.domain_for(task.domain).toolbox.specs],
+            sort_keys=True,
         ),
         num_turns=sum(1 for m in trajectory.messages if m.role == "user"),
         num_tool_calls=len(trajectory.steps),
@@ -175,13 +179,14 @@ async def no_tool_baseline_gate(res: StageResources, task: Task) -> Task:
         no_tool_baseline,
     )
 
-    if not is_read_only(task):  # a write task cannot succeed without tools
+    vocabulary = res.domain_for(task.domain).vocabulary
+    if not is_read_only(task, vocabulary):  # a write task cannot succeed without tools
         return task
     assert res.clients is not None
-    answer = await no_tool_baseline(
-        task, res.clients.judge, res.clients.models["judge"], derive_seed(task.id, "baseline", 0)
-    )
-    check_shortcut_prone(task, answer).raise_if_rejected()
+    seed = derive_seed(task.id, "baseline", 0)
+    judge, model = res.clients.judge, res.clients.models["judge"]
+    answer = await no_tool_baseline(task, judge, model, seed, vocabulary)
+    check_shortcut_prone(task, answer, vocabulary).raise_if_rejected()
     return task
 
 
@@ -193,7 +198,9 @@ async def judge_trajectory(res: StageResources, trajectory: Trajectory) -> Traje
     assert res.clients is not None
     judge = TrajectoryJudge([res.clients.judge], [res.clients.models["judge"]], stage_cfg.settings)
     judgement = await judge.judge(
-        trajectory, res.domain.policy, derive_seed(trajectory.id, "judge", 0)
+        trajectory,
+        res.domain_for(trajectory.task.domain).policy,
+        derive_seed(trajectory.id, "judge", 0),
     )
     judged = trajectory.model_copy(update={"judgements": (*trajectory.judgements, judgement)})
     verdict = judge_gate(judgement, stage_cfg.settings)
@@ -214,7 +221,7 @@ def shortcut_filters(res: StageResources, trajectory: Trajectory) -> Trajectory:
     signed = trajectory.model_copy(update={"signatures": compute_signatures(trajectory)})
     checks = [
         (cfg.structural, check_agent_tool_calls),
-        (cfg.structural, check_narrated_actions),
+        (cfg.structural, lambda t: check_narrated_actions(t, _action_verbs(res, t))),
         (cfg.answer_before_evidence, check_answer_before_evidence),
         (cfg.hallucinated_values, check_hallucinated_values),
         (cfg.loops, lambda t: check_loops(t, cfg.max_repeats)),
@@ -226,6 +233,11 @@ def shortcut_filters(res: StageResources, trajectory: Trajectory) -> Trajectory:
             if not verdict.passed:
                 raise RejectedRecord(verdict.reason, verdict.detail, signed)
     return signed
+
+
+def _action_verbs(res: StageResources, trajectory: Trajectory) -> dict[str, tuple[str, ...]]:
+    """The narrated-action verbs of the trajectory's own domain."""
+    return res.domain_for(trajectory.task.domain).vocabulary.action_verbs
 
 
 def diversity_json(trajectories: list[Trajectory], with_embeddings: bool) -> str:
@@ -242,10 +254,12 @@ def diversity_json(trajectories: list[Trajectory], with_embeddings: bool) -> str
         from trajforge.verifiers.semantic import embed
 
         embeddings = embed([dedup_text(t) for t in trajectories])
-    tool_names = sorted(
-        {s.name for d in {t.task.domain for t in trajectories} for s in get_domain(d).toolbox.specs}
+    domains = [get_domain(d) for d in sorted({t.task.domain for t in trajectories})]
+    tool_names = sorted({s.name for d in domains for s in d.toolbox.specs})
+    task_types = sorted({tt for d in domains for tt in d.vocabulary.task_types})
+    report = diversity_report(
+        trajectories, embeddings=embeddings, tool_names=tool_names, task_types=task_types
     )
-    report = diversity_report(trajectories, embeddings=embeddings, tool_names=tool_names)
     signatures = [t.signatures for t in trajectories if t.signatures is not None]
     out = report.model_dump(mode="json")
     out["prior_shortcut_rate"] = prior_shortcut_rate(signatures) if signatures else None

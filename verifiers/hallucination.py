@@ -7,9 +7,10 @@ value was invented (or memorised from a leaked prior) and the trajectory teaches
 
 from __future__ import annotations
 
+from trajforge.generators.values import extract_values
 from trajforge.schemas import Trajectory
 from trajforge.verifiers.result import FilterResult
-from trajforge.verifiers.text import Evidence, argument_values, extract_values
+from trajforge.verifiers.text import Evidence, argument_values
 
 
 def unsupported_agent_values(trajectory: Trajectory) -> list[tuple[int, str]]:

@@ -70,7 +70,7 @@ RUBRIC: Mapping[JudgeAxis, tuple[tuple[str, str], ...]] = MappingProxyType(
             ("concise", "Were the agent's messages concise and to the point?"),
         ),
         "user_fidelity": (
-            ("stayed_in_role", "Did the user stay in the customer role throughout?"),
+            ("stayed_in_role", "Did the user stay in its own role (never acting as the agent)?"),
             (
                 "revealed_only_allowed",
                 "Did the user reveal only information its scenario allows and invent nothing?",
@@ -162,8 +162,8 @@ def _system_prompt(axes: Sequence[JudgeAxis]) -> str:
     )
     example = json.dumps({"criteria": {"<criterion id>": {"passed": True, "rationale": "..."}}})
     return (
-        "You grade a customer-support conversation between a simulated user and a tool-using "
-        "agent. Answer each yes/no criterion strictly; when unsure, answer no.\n"
+        "You grade a conversation between a simulated user and a tool-using agent that serves "
+        "it. Answer each yes/no criterion strictly; when unsure, answer no.\n"
         f"Criteria:\n{questions}\n"
         f"Reply with one JSON object only, shaped like {example}, with every criterion id."
     )

@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
+from trajforge.generators.values import extract_values, normalise
 from trajforge.schemas import Message, Signatures, Task, Trajectory
 from trajforge.verifiers.result import FilterResult
-from trajforge.verifiers.text import Evidence, argument_values, extract_values, normalise
+from trajforge.verifiers.text import Evidence, argument_values
 
 
 def gold_values(task: Task) -> tuple[str, ...]:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from trajforge.generators.domains.retail import RetailDomain
+from trajforge.generators.domains.toy import ToyDomain
 from trajforge.generators.tooling import Domain
 
 #: Domain name -> class. Add a domain by importing it here; nothing is discovered implicitly.
-DOMAINS = MappingProxyType({"retail": RetailDomain})
+DOMAINS = MappingProxyType({"retail": RetailDomain, "toy": ToyDomain})
 
 
 def get_domain(name: str) -> Domain:
