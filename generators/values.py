@@ -6,8 +6,8 @@ shortcut filters (was this value seen before it was used?) all ask about values 
 share these helpers, so `54.2`, `54.20` and `$54.20` agree everywhere:
 
 - `leaf_strings`: every scalar leaf of a JSON-like value (tool-call arguments), as text.
-- `states_value(text, token)`: the blueprint's "states the value" rule (see its docstring).
-- `mentions_value`: a required value appears in a text (substring, or the same number).
+- `mentions_value(text, value)`: the one "states the value" rule (numbers by value, other
+  values as whole tokens), and `states_value`, its form for matching call arguments.
 - `entity_tokens` / `is_grounded`: id/amount/email-like tokens a writer could invent.
 - `extract_values`: the normalised values (emails, dates, amounts, tokens with digits) the
   shortcut filters compare across messages, tool results and arguments.
@@ -80,37 +80,32 @@ def whole_numbers_in(text: str) -> set[Decimal]:
     return found
 
 
-def states_value(text: str, token: str) -> bool:
-    """The blueprint's "states the value" rule: does `text` state `token`?
+def mentions_value(text: str, value: str) -> bool:
+    """The one "states the value" rule: does `text` state `value`? (An empty value always is.)
 
-    - Tokens shorter than 2 characters never count (a quantity `1` says nothing).
-    - A numeric token compares by value with the numbers that stand alone in `text`:
-      `150.0` is stated by "150 dollars", `$1,054.20` by "1054.2"; a number inside an id is not
-      a number (`1001` is not stated by `#A1001`).
-    - Any other token must occur as a whole token, case-insensitively: `#W12` is not stated by
-      `#W123`, `Ann Lee` is stated by "ann lee's order".
+    - A numeric value compares by value with the numbers that stand alone in `text`: `150.0` is
+      stated by "150 dollars", `54.2` by "$54.20."; a number inside an id or a longer number is
+      not that number (`1001` is not stated by `#A1001`, `54.2` not by `54.21`).
+    - Any other value must occur as a whole token, case-insensitively and with whitespace
+      collapsed: `#W12` is not stated by `#W123`, `Ann Lee` is stated by "ann  lee's order".
     """
-    token = token.strip()
-    if len(token) < 2:
-        return False
-    number = as_number(token)
+    value = _squash(value)
+    if not value:
+        return True
+    number = as_number(value)
     if number is not None:
         return number in whole_numbers_in(text)
-    return re.search(rf"(?<!\w){re.escape(token)}(?!\w)", text, re.I) is not None
+    return re.search(rf"(?<!\w){re.escape(value)}(?!\w)", _squash(text)) is not None
+
+
+def states_value(text: str, token: str) -> bool:
+    """`mentions_value` for matching call arguments: tokens under 2 characters never count (a
+    quantity `1` or a flag `y` would match innocent text)."""
+    return len(token.strip()) >= 2 and mentions_value(text, token)
 
 
 def _squash(text: str) -> str:
     return " ".join(text.lower().split())
-
-
-def mentions_value(text: str, value: str) -> bool:
-    """True if `text` states `value`: case-insensitive substring, or the same number by value."""
-    if not value.strip():
-        return True
-    if _squash(value) in _squash(text):
-        return True
-    number = as_number(value)
-    return number is not None and number in numbers_in(text)
 
 
 # ---------------------------------------------------------------------------------------------
