@@ -9,7 +9,6 @@ simulated users) are made per task by a factory chosen once here.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
