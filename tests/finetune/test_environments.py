@@ -1,0 +1,142 @@
+"""The TRL environment adapter: reset, tools equal to the toolbox, reward equal to the verdict."""
+
+import inspect
+
+import pytest
+from transformers.utils import get_json_schema
+
+from trajforge.finetune.environments import (
+    CONVERSATION_OVER,
+    USER_TOOL,
+    environment_class,
+    environment_rows,
+    environment_trajectory,
+    environment_verdict,
+)
+from trajforge.generators.agent import oracle_closing
+from trajforge.generators.domains import get_domain
+from trajforge.generators.personas import sample_persona
+from trajforge.generators.tooling import state_hash
+from trajforge.schemas import ToolCall
+from trajforge.verifiers.outcome import verify_outcome
+from trajforge.verifiers.result import FilterResult
+
+DOMAIN = get_domain("retail")
+RetailEnv = environment_class(DOMAIN)
+
+
+@pytest.fixture(scope="module")
+def task():
+    return DOMAIN.synthesize_task(sample_persona(3), 3)
+
+
+def initial_hash(task):
+    return state_hash(DOMAIN.initial_state(task.initial_state))
+
+
+def play_gold(env, task):
+    for action in task.gold_actions:
+        getattr(env, action.name)(**action.arguments)
+
+
+def test_trl_sees_the_domain_tools_plus_the_user_channel():
+    env = RetailEnv()
+    methods = {name for name, _ in inspect.getmembers(env, predicate=inspect.ismethod)}
+    public = {name for name in methods if not name.startswith("_")}
+    tools = {spec.name for spec in DOMAIN.toolbox.specs}
+    assert public == tools | {USER_TOOL, "reset", "get_reward"}
+
+
+def test_tool_methods_have_the_tool_schema_trl_will_render():
+    env = RetailEnv()
+    for spec in DOMAIN.toolbox.specs:
+        schema = get_json_schema(getattr(env, spec.name))["function"]
+        assert schema["name"] == spec.name
+        assert set(schema["parameters"]["properties"]) == set(spec.parameters["properties"])
+        assert schema["description"] == spec.description
+    assert (
+        "message"
+        in get_json_schema(env.send_message_to_user)["function"]["parameters"]["properties"]
+    )
+
+
+def test_each_tool_result_equals_the_toolbox_result(task):
+    env = RetailEnv()
+    env.reset(task_json=task.to_json())
+    state = DOMAIN.initial_state(task.initial_state)
+    calls = [(a.name, a.arguments) for a in task.gold_actions]
+    calls += [("get_order_details", {"order_id": "#W0000000"}), ("cancel_pending_order", {})]
+    for i, (name, arguments) in enumerate(calls):
+        expected = DOMAIN.toolbox.execute(
+            state, ToolCall(id=f"c{i}", name=name, arguments=arguments)
+        )
+        if name == "cancel_pending_order":  # missing arguments: the toolbox's error, TRL's way
+            with pytest.raises(TypeError):
+                getattr(env, name)(**arguments)
+            continue
+        assert getattr(env, name)(**arguments) == expected.observation
+    assert environment_trajectory(env).final_state_hash == state_hash(state)
+
+
+def test_reset_restores_the_initial_state_and_conversation(task):
+    env = RetailEnv()
+    opening = env.reset(task_json=task.to_json())
+    assert opening and environment_trajectory(env).final_state_hash == initial_hash(task)
+    play_gold(env, task)
+    assert environment_trajectory(env).final_state_hash == task.gold_final_hash
+    assert env.reset(task_json=task.to_json()) == opening
+    trajectory = environment_trajectory(env)
+    assert trajectory.final_state_hash == initial_hash(task)
+    assert [m.role for m in trajectory.messages] == ["system", "user"] and not trajectory.steps
+
+
+def test_reward_equals_the_outcome_verdict(task):
+    env = RetailEnv()
+    env.reset(task_json=task.to_json())
+    play_gold(env, task)
+    reply = env.send_message_to_user(oracle_closing(task))
+    assert "###STOP###" in reply
+    assert env.send_message_to_user("one more thing") == CONVERSATION_OVER
+    assert env.get_reward() == 1.0
+    assert verify_outcome(environment_trajectory(env), DOMAIN).passed
+
+    lazy = RetailEnv()
+    lazy.reset(task_json=task.to_json())
+    lazy.send_message_to_user(oracle_closing(task))
+    outcome = verify_outcome(environment_trajectory(lazy), DOMAIN)
+    assert lazy.get_reward() == 0.0 and not outcome.passed
+    assert environment_verdict(lazy).reason == "state_mismatch"
+
+    silent = RetailEnv()
+    silent.reset(task_json=task.to_json())
+    play_gold(silent, task)  # right state, but never told the user nor ended the conversation
+    assert silent.get_reward() == 0.0
+    assert not verify_outcome(environment_trajectory(silent), DOMAIN).passed
+
+
+def test_policy_checks_can_veto_the_reward(task):
+    def at_most_two_calls(trajectory):
+        if len(trajectory.steps) > 2:
+            return FilterResult.reject("loop_or_repeat", "more than two tool calls")
+        return FilterResult.ok()
+
+    Strict = environment_class(DOMAIN, checks=(at_most_two_calls,))
+    env = Strict()
+    env.reset(task_json=task.to_json())
+    play_gold(env, task)
+    env.send_message_to_user(oracle_closing(task))
+    assert env.get_reward() == 0.0
+    assert environment_verdict(env).reason == "loop_or_repeat"
+
+
+def test_dataset_rows_reset_from_their_own_columns(task):
+    (row,) = environment_rows(DOMAIN, [task])
+    assert [m["role"] for m in row["prompt"]] == ["system", "user"]
+    assert USER_TOOL in row["prompt"][0]["content"]
+    env = RetailEnv()
+    assert env.reset(**row)  # TRL passes the whole row as keyword arguments
+
+
+def test_using_tools_before_reset_is_an_error():
+    with pytest.raises(RuntimeError, match="reset"):
+        RetailEnv().send_message_to_user("hello")
