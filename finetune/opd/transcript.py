@@ -115,7 +115,9 @@ class TokenTranscript:
         return list(self.ids)
 
     def finish(self) -> RolloutTokens:
-        """The rollout's token sequence (messages after the last agent turn add no loss)."""
+        """The rollout's token sequence, closing messages included (they carry no loss)."""
+        if self._tokenized < len(self.messages):
+            self._flush(generation_prompt=False)
         return RolloutTokens(
             input_ids=tuple(self.ids),
             mask=tuple(self.mask),
