@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from trajforge.schemas import Message, ToolCall
+from trajforge.schemas import Message, Task, ToolCall, Trajectory
 
 COLUMNS = ("id", "messages_json", "tools_json")
 
@@ -76,3 +76,17 @@ def load_conversations(run_dir: str | Path, split: str) -> list[Conversation]:
                 )
             )
     return out
+
+
+def load_tasks(run_dir: str | Path, split: str = "test") -> list[Task]:
+    """The tasks of a run's held-out split (`golden` when the build has one, else `split`)."""
+    import pyarrow.parquet as pq
+
+    chosen = "golden" if split_files(run_dir, "golden") else split
+    tasks = []
+    for path in split_files(run_dir, chosen):
+        for row in pq.read_table(path, columns=["trajectory_json"]).to_pylist():
+            tasks.append(Trajectory.model_validate_json(row["trajectory_json"]).task)
+    if not tasks:
+        raise FileNotFoundError(f"{run_dir} has no {chosen} rows to evaluate on")
+    return tasks
