@@ -19,8 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from trajforge.finetune.canonical import canonical_messages
+from trajforge.finetune.families import TemplateFamily
+from trajforge.finetune.render import render_text
 from trajforge.generators.agent import AgentTurn
-from trajforge.generators.llm.toolcall_text import render_history
 from trajforge.schemas import Message, ToolSpec
 
 Author = Literal["student", "teacher"]
@@ -38,21 +40,24 @@ class ChatRenderer(Protocol):
     def encode(self, text: str) -> list[int]: ...
 
 
-class TemplateRenderer:
-    """The tokenizer's chat template over `render_history` (tools offered and called as text,
-    as the local and vLLM backends do), so the student sees what those backends send."""
+class FamilyRenderer:
+    """The family's prefix-preserving training template over canonical messages (tools
+    offered natively), the render SFT trains on and evaluation prompts with."""
 
-    def __init__(self, tokenizer: Any, end_of_turn: str | None = None):
+    def __init__(self, tokenizer: Any, family: TemplateFamily):
         self.tokenizer = tokenizer
-        self.end_of_turn = end_of_turn or tokenizer.eos_token
+        self.family = family
+        self.end_of_turn = family.end_of_turn
 
     def text(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], generation_prompt: bool
     ) -> str:
-        return self.tokenizer.apply_chat_template(
-            render_history(messages, tools),
-            tokenize=False,
+        return render_text(
+            canonical_messages(messages, self.family),
+            [t.openai_schema() for t in tools],
+            self.family,
             add_generation_prompt=generation_prompt,
+            training=True,
         )
 
     def encode(self, text: str) -> list[int]:

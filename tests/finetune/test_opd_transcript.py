@@ -4,12 +4,12 @@ import asyncio
 
 import torch
 
-from tests.finetune.opd_models import tiny_pair, toy_tokenizer
+from tests.finetune.opd_models import renderer, tiny_pair, toy_tokenizer
 from tests.toy_domain import TOY, make_task
 from trajforge.finetune.opd.guided import GuidedSchedule
 from trajforge.finetune.opd.objective import gather_logprobs
 from trajforge.finetune.opd.sampling import TokenAgent, TransformersSampler
-from trajforge.finetune.opd.transcript import TemplateRenderer, TokenTranscript
+from trajforge.finetune.opd.transcript import TokenTranscript
 from trajforge.generators.agent import SampledTokens
 from trajforge.generators.rollout import run_rollout
 from trajforge.generators.user import ScriptedUser
@@ -64,7 +64,7 @@ def test_sampled_ids_are_carried_forward_across_tools_and_user_turns():
     tokenizer = toy_tokenizer()
     student, _ = tiny_pair()
     task = make_task()
-    transcript = TokenTranscript(TemplateRenderer(tokenizer), TOY.toolbox.specs)
+    transcript = TokenTranscript(renderer(), TOY.toolbox.specs)
     sampler = CharacterSampler(student, tokenizer, AGENT_TEXTS)
     trajectory = run(TokenAgent(transcript, tokenizer, sampler), transcript, task)
     tokens = transcript.finish()
@@ -101,7 +101,7 @@ def test_guided_teacher_turns_are_context_without_loss():
     tokenizer = toy_tokenizer()
     student, teacher = tiny_pair()
     task = make_task()
-    transcript = TokenTranscript(TemplateRenderer(tokenizer), TOY.toolbox.specs)
+    transcript = TokenTranscript(renderer(), TOY.toolbox.specs)
     stop = tokenizer(tokenizer.eos_token, add_special_tokens=False)["input_ids"]
     teacher_sampler = CharacterSampler(teacher, tokenizer, AGENT_TEXTS)
     agent = TokenAgent(
@@ -125,7 +125,7 @@ def test_student_sampling_is_reproducible_and_masks_only_its_tokens():
     stop = tokenizer(tokenizer.eos_token, add_special_tokens=False)["input_ids"]
     outs = []
     for _ in range(2):
-        transcript = TokenTranscript(TemplateRenderer(tokenizer), TOY.toolbox.specs)
+        transcript = TokenTranscript(renderer(), TOY.toolbox.specs)
         sampler = TransformersSampler(student, stop, max_new_tokens=6)
         run(TokenAgent(transcript, tokenizer, sampler), transcript, make_task(), max_turns=2)
         outs.append(transcript.finish())
