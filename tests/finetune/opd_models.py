@@ -15,9 +15,10 @@ from trajforge.generators.prompts import agent_system_prompt
 from trajforge.schemas import Message
 
 FAMILY = get_family("qwen2.5")
-#: The teacher's output layer is scaled up: a peaked, confident teacher far (in KL) from the
-#: near-uniform random student, so distillation has something to close.
-TEACHER_SHARPNESS = 40.0
+#: Output-layer scales: a student with some structure, and a teacher that is the same network
+#: three times sharper (see `tiny_pair`).
+STUDENT_SCALE = 20.0
+TEACHER_SHARPNESS = 3.0
 
 
 @functools.lru_cache(maxsize=1)
@@ -34,15 +35,30 @@ def toy_tokenizer():
     return train_tokenizer(texts, FAMILY, vocab_size=400)
 
 
+def save_pair(root):
+    """Write a fresh pair as model directories under `root`; returns (student, teacher) paths."""
+    paths = []
+    for name, model in zip(("student", "teacher"), tiny_pair(), strict=True):
+        model.save_pretrained(root / name)
+        toy_tokenizer().save_pretrained(root / name)
+        paths.append(str(root / name))
+    return tuple(paths)
+
+
 def renderer():
     return FamilyRenderer(toy_tokenizer(), FAMILY)
 
 
 def tiny_pair():
-    """A fresh (student, teacher) on the toy tokenizer: the student is trained, so never cached."""
+    """A fresh (student, teacher) on the toy tokenizer: the student is trained, so never cached.
+
+    The teacher is the student's own network with a sharper output layer: the student is close
+    enough for on-policy distillation to work (as after SFT), far enough to measure.
+    """
     vocab = len(toy_tokenizer())
     student = tiny_model(vocab, seed=1, hidden=32, layers=2)
-    teacher = tiny_model(vocab, seed=2, hidden=32, layers=2)
+    teacher = tiny_model(vocab, seed=1, hidden=32, layers=2)
     with torch.no_grad():
-        teacher.lm_head.weight.mul_(TEACHER_SHARPNESS)
+        student.lm_head.weight.mul_(STUDENT_SCALE)
+        teacher.lm_head.weight.mul_(STUDENT_SCALE * TEACHER_SHARPNESS)
     return student, teacher
