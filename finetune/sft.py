@@ -6,10 +6,11 @@
     -> metrics.jsonl, validation loss, checkpoints; final model in OUTPUT/model
 
 Why our own loop and not TRL's SFTTrainer: TRL's assistant-only loss needs `{% generation %}`
-markers in the template and its markers put the turn header and the newline after the
-end-of-turn token inside the trained span (tests/finetune/test_trl_masks.py shows the
-difference); its loss is averaged per micro-batch unless configured otherwise. Here the mask
-comes from the prefix-diff of the real template and the step loss is exact across accumulation.
+markers, i.e. a patched template per family (it ships them for some families only, none for
+Llama 3.1 tool use or Hermes), and its Qwen3 markers also train the newline after each
+`<|im_end|>`, a token the model never generates (tests/finetune/test_trl_masks.py). Here the
+mask comes from the prefix-diff of the pinned real template for every family, and the step loss
+is the exact mean over the step's trained tokens across accumulation.
 """
 
 from __future__ import annotations
