@@ -6,6 +6,7 @@ the Beam layer.
     trajforge finetune sft --data RUN_DIR --model MODEL_DIR --output OUT [--method lora|full] ...
     trajforge eval --model SPEC [--model SPEC ...] (--tasks RUN_DIR | --domain retail --num-tasks N)
                    --k K [--json OUT.json]
+    trajforge finetune opd --student DIR --teacher DIR --output OUT [--tasks RUN_DIR] ...
 """
 
 from __future__ import annotations
@@ -35,6 +36,42 @@ _SFT_FLAGS: tuple[tuple[str, type, str], ...] = (
     ("--seed", int, "data order and init seed (default 0)"),
 )
 
+#: OPD flags, same convention (see finetune/opd/config.py for the fields).
+_OPD_FLAGS: tuple[tuple[str, type, str], ...] = (
+    ("--family", str, "chat-template family (default: the student's, else qwen2.5)"),
+    ("--tasks", str, "run directory whose --split gives the training tasks"),
+    ("--split", str, "split of --tasks to train on (default train)"),
+    ("--domain", str, "domain of fresh tasks when --tasks is not given (default retail)"),
+    ("--num-tasks", int, "fresh training tasks (default 16)"),
+    ("--steps", int, "optimizer steps (default 20)"),
+    ("--rollouts-per-step", int, "student rollouts per step (default 4)"),
+    ("--learning-rate", float, "AdamW learning rate (default 1e-5)"),
+    ("--temperature", float, "student sampling temperature (default 1.0)"),
+    ("--max-new-tokens", int, "tokens per agent turn (default 256)"),
+    ("--max-turns", int, "user turns per rollout (default 8)"),
+    ("--eval-every", int, "held-out reverse KL and pass^1 every N steps (default: ends)"),
+    ("--eval-rollouts", int, "held-out rollouts for the reverse KL (default 4)"),
+    ("--eval-tasks", int, "held-out tasks for pass^1 (default 4)"),
+    ("--save-every", int, "checkpoint every N steps (default: at the end)"),
+    ("--sampler", str, "transformers (default) or vllm (GPU)"),
+    ("--device", str, "auto (default), cpu or cuda"),
+    ("--seed", int, "task and sampling seed (default 0)"),
+)
+
+
+def _add_opd_parser(fsub: argparse._SubParsersAction) -> None:
+    opd = fsub.add_parser(
+        "opd", help="on-policy distillation: the student acts, a fixed teacher scores"
+    )
+    opd.add_argument("--student", required=True, help="local model directory (trained)")
+    opd.add_argument("--teacher", required=True, help="local model directory, same tokenizer")
+    opd.add_argument("--output", required=True, help="output directory")
+    opd.add_argument("--config", default=None, help="YAML with OPDConfig fields (flags win)")
+    for flag, kind, text in _OPD_FLAGS:
+        opd.add_argument(flag, type=kind, default=None, help=text)
+    opd.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")
+    opd.add_argument("--no-pass-k", action="store_true", help="skip pass^1 at evaluations")
+
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     """Register `finetune sft` and `eval` on the top-level CLI's subparsers."""
@@ -50,6 +87,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     sft.add_argument("--no-packing", action="store_true", help="padded batches, no packing")
     sft.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")
     sft.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_opd_parser(fsub)
 
     ev = sub.add_parser("eval", help="pass@k / pass^k of agents on held-out tasks")
     ev.add_argument("--model", action="append", required=True, help="agent spec; repeat to compare")
@@ -130,10 +168,33 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_opd(args: argparse.Namespace) -> int:
+    from trajforge.finetune.opd.config import OPDConfig
+    from trajforge.finetune.opd.train import run_opd
+
+    values = {
+        flag[2:].replace("-", "_"): getattr(args, flag[2:].replace("-", "_"))
+        for flag, _, _ in _OPD_FLAGS
+    }
+    values.update(student=args.student, teacher=args.teacher, output=args.output)
+    values["resume"] = args.resume or None
+    values["eval_pass_k"] = False if args.no_pass_k else None
+    cfg = load_model_config(OPDConfig, values, args.config)
+    result = run_opd(cfg)
+    print(
+        f"steps {result.steps}  held-out reverse KL {result.heldout_kl_before:.4f} -> "
+        f"{result.heldout_kl_after:.4f}"
+    )
+    print(f"model: {result.model_dir}  metrics: {result.output / 'metrics.jsonl'}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     """Dispatch a parsed `finetune ...` or `eval` command."""
     if args.command == "eval":
         return cmd_eval(args)
+    if args.finetune_command == "opd":
+        return cmd_opd(args)
     return cmd_sft(args)
 
 
