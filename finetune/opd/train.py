@@ -160,6 +160,7 @@ class OPDTrainer:
             torch.nn.utils.clip_grad_norm_(m.student.parameters(), cfg.max_grad_norm)
         self.optimizer.step()
         self.scheduler.step()
+        self.student_sampler.sync(m.student)
         student_tokens = sum(sum(r.tokens.mask) for r in sampled.rollouts)
         kl_sum = sum(
             float(((s.old_logprobs - s.teacher_logprobs) * torch.tensor([s.tokens.mask])).sum())
