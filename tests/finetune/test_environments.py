@@ -140,3 +140,40 @@ def test_dataset_rows_reset_from_their_own_columns(task):
 def test_using_tools_before_reset_is_an_error():
     with pytest.raises(RuntimeError, match="reset"):
         RetailEnv().send_message_to_user("hello")
+
+
+def test_one_grpo_step_in_the_environment_on_cpu(tmp_path, monkeypatch):
+    """TRL's GRPOTrainer takes the class unchanged: our tools, our reward, one step."""
+    trl = pytest.importorskip("trl")
+    from datasets import Dataset
+
+    from tests.finetune.opd_models import save_pair
+    from tests.toy_domain import TOY, make_task
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    student, _ = save_pair(tmp_path)
+    ToyEnv = environment_class(TOY)
+    args = trl.GRPOConfig(
+        output_dir=str(tmp_path / "grpo"),
+        max_steps=1,
+        per_device_train_batch_size=2,
+        num_generations=2,
+        max_completion_length=8,
+        use_cpu=True,
+        report_to=[],
+        save_strategy="no",
+        logging_steps=1,
+    )
+    trainer = trl.GRPOTrainer(
+        model=student,
+        args=args,
+        train_dataset=Dataset.from_list(environment_rows(TOY, [make_task(), make_task()])),
+        environment_factory=ToyEnv,
+    )
+    assert {tool.__name__ for tool in trainer.tools} == {
+        *(spec.name for spec in TOY.toolbox.specs),
+        USER_TOOL,
+    }
+    trainer.train()
+    logged = trainer.state.log_history[0]
+    assert "rewards/ToyEnvironment/mean" in logged  # get_reward is TRL's reward source
