@@ -105,13 +105,17 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--json", default=None, help="write the reports here (JSON)")
 
 
+def _flag_values(args: argparse.Namespace, flags) -> dict:
+    """Config field -> the flag's value (None when not given, so YAML or defaults apply)."""
+    return {
+        flag[2:].replace("-", "_"): getattr(args, flag[2:].replace("-", "_")) for flag, *_ in flags
+    }
+
+
 def cmd_sft(args: argparse.Namespace) -> int:
     from trajforge.finetune.sft import run_sft
 
-    values = {
-        flag[2:].replace("-", "_"): getattr(args, flag[2:].replace("-", "_"))
-        for flag, _, _ in _SFT_FLAGS
-    }
+    values = _flag_values(args, _SFT_FLAGS)
     values.update(data=args.data, model=args.model, output=args.output)
     if args.no_packing:
         values["packing"] = False
@@ -172,10 +176,7 @@ def cmd_opd(args: argparse.Namespace) -> int:
     from trajforge.finetune.opd.config import OPDConfig
     from trajforge.finetune.opd.train import run_opd
 
-    values = {
-        flag[2:].replace("-", "_"): getattr(args, flag[2:].replace("-", "_"))
-        for flag, _, _ in _OPD_FLAGS
-    }
+    values = _flag_values(args, _OPD_FLAGS)
     values.update(student=args.student, teacher=args.teacher, output=args.output)
     values["resume"] = args.resume or None
     values["eval_pass_k"] = False if args.no_pass_k else None

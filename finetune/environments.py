@@ -26,6 +26,7 @@ from pydantic import BaseModel
 
 from trajforge.generators.llm.concurrency import run_all
 from trajforge.generators.prompts import agent_system_prompt
+from trajforge.generators.rollout import step_record, tool_message
 from trajforge.generators.tooling import Domain, state_hash
 from trajforge.generators.user import ScriptedUser, UserSimulator
 from trajforge.schemas import (
@@ -132,20 +133,8 @@ class DomainEnvironment:
         call = ToolCall(id=f"call_{len(self._steps)}", name=name, arguments=arguments)
         execution = self.domain.toolbox.execute(self._state, call)
         self._messages.append(Message(role="assistant", tool_calls=(call,)))
-        self._messages.append(
-            Message(role="tool", content=execution.observation, tool_call_id=call.id, name=name)
-        )
-        self._steps.append(
-            StepRecord(
-                index=len(self._steps),
-                turn=self._user_turns,
-                call=call,
-                result=None if execution.error else execution.observation,
-                error=execution.observation if execution.error else None,
-                state_diff=execution.diff,
-                mutating=execution.mutating,
-            )
-        )
+        self._messages.append(tool_message(call, execution.observation))
+        self._steps.append(step_record(len(self._steps), self._user_turns, call, execution))
         return execution.observation
 
     def _trajectory(self) -> Trajectory:

@@ -98,14 +98,20 @@ def held_out_tasks(cfg: EvalConfig, domain: Domain) -> tuple[list[Task], int]:
 
         tasks = load_tasks(cfg.tasks, cfg.split)
         return tasks[: cfg.num_tasks] if cfg.num_tasks else tasks, 0
+    return fresh_tasks(domain, "eval", cfg.seed, cfg.num_tasks)
+
+
+def fresh_tasks(domain: Domain, namespace: str, seed: int, count: int) -> tuple[list[Task], int]:
+    """(tasks, skipped): verified tasks from seeds in their own namespace ("eval", "opd", ...),
+    so evaluation and training never share a task."""
     from trajforge.generators.personas import sample_persona
     from trajforge.generators.task_verification import verify_task
 
     tasks, skipped = [], 0
-    for i in range(cfg.num_tasks):
-        persona = sample_persona(derive_seed("eval", cfg.seed, i, "persona"))
+    for i in range(count):
+        persona = sample_persona(derive_seed(namespace, seed, i, "persona"))
         try:
-            task = domain.synthesize_task(persona, derive_seed("eval", cfg.seed, i, "task"))
+            task = domain.synthesize_task(persona, derive_seed(namespace, seed, i, "task"))
             tasks.append(verify_task(domain, task))
         except Rejected:
             skipped += 1

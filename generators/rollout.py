@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from trajforge.generators.agent import AgentPolicy, AgentTurn
 from trajforge.generators.prompts import TRANSFER_TOKEN, agent_system_prompt
-from trajforge.generators.tooling import Domain, state_hash
+from trajforge.generators.tooling import Domain, ToolExecution, state_hash
 from trajforge.generators.user import UserSimulator
 from trajforge.schemas import (
     Cost,
@@ -183,28 +183,32 @@ def _execute_calls(run: _Run, calls: Sequence[ToolCall], *, max_steps: int) -> b
     transferred = False
     for call in calls:
         if len(run.steps) >= max_steps:
-            run.append(_tool_message(call, "Error: step limit reached; call not run"))
+            run.append(tool_message(call, "Error: step limit reached; call not run"))
             continue
         execution = run.domain.toolbox.execute(run.state, call)
-        run.append(_tool_message(call, execution.observation))
-        run.steps.append(
-            StepRecord(
-                index=len(run.steps),
-                turn=run.turn,
-                call=call,
-                result=None if execution.error else execution.observation,
-                error=execution.observation if execution.error else None,
-                state_diff=execution.diff,
-                mutating=execution.mutating,
-            )
-        )
+        run.append(tool_message(call, execution.observation))
+        run.steps.append(step_record(len(run.steps), run.turn, call, execution))
         spec = run.domain.toolbox.spec(call.name)
         transferred |= execution.error is None and spec is not None and spec.kind == "transfer"
     return transferred
 
 
-def _tool_message(call: ToolCall, content: str) -> Message:
+def tool_message(call: ToolCall, content: str) -> Message:
+    """The tool message that answers `call` in the conversation."""
     return Message(role="tool", content=content, tool_call_id=call.id, name=call.name)
+
+
+def step_record(index: int, turn: int, call: ToolCall, execution: ToolExecution) -> StepRecord:
+    """The record of one executed call (result or error, state diff), as every loop keeps it."""
+    return StepRecord(
+        index=index,
+        turn=turn,
+        call=call,
+        result=None if execution.error else execution.observation,
+        error=execution.observation if execution.error else None,
+        state_diff=execution.diff,
+        mutating=execution.mutating,
+    )
 
 
 def _with_unique_call_ids(message: Message, run: _Run) -> Message:

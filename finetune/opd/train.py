@@ -284,19 +284,9 @@ def training_tasks(cfg: OPDConfig, domain: Domain) -> list[Task]:
         from trajforge.finetune.data import load_tasks
 
         return load_tasks(cfg.tasks, cfg.split)
-    from trajforge.generators.personas import sample_persona
-    from trajforge.generators.task_verification import verify_task
-    from trajforge.schemas import Rejected, derive_seed
+    from trajforge.finetune.evaluate import fresh_tasks
 
-    tasks = []
-    for i in range(cfg.num_tasks):
-        persona = sample_persona(derive_seed("opd", cfg.seed, i, "persona"))
-        try:
-            task = domain.synthesize_task(persona, derive_seed("opd", cfg.seed, i, "task"))
-            tasks.append(verify_task(domain, task))
-        except Rejected:
-            continue
-    return tasks
+    return fresh_tasks(domain, "opd", cfg.seed, cfg.num_tasks)[0]
 
 
 def run_opd(cfg: OPDConfig) -> OPDResult:
