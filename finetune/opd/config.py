@@ -10,6 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from trajforge.finetune.config import _Config, _known_family
 from trajforge.finetune.opd.guided import GuidedSchedule
 from trajforge.finetune.opd.selective import SelectiveConfig
+from trajforge.generators.llm.factory import BackendConfig
 
 
 class OPDConfig(_Config):
@@ -31,6 +32,7 @@ class OPDConfig(_Config):
     max_new_tokens: int = Field(default=256, ge=1)
     max_turns: int = Field(default=8, ge=1)
     max_tool_steps: int = Field(default=16, ge=1)
+    user: BackendConfig | None = None  # LLM simulated user; None: the scripted user
     guided: GuidedSchedule | None = None
     selective: SelectiveConfig | None = None
     eval_every: int | None = Field(default=None, ge=1)  # None: only before and after training

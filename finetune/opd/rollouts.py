@@ -2,7 +2,7 @@
 
 The rollout loop is the one every build and evaluation uses (generators.rollout.run_rollout):
 the domain's tools on the live state, the scripted simulated user, the same terminations. OPD
-only plugs in a `TokenAgent` (the student, or a Guided teacher turn) and the `TokenTranscript`
+(or an LLM user from a backend config, as builds use) only plugs in a `TokenAgent` (the student, or a Guided teacher turn) and the `TokenTranscript`
 as the loop's observer. A rollout that fails (a rejected user turn, an LLM error) is dropped and
 counted by its typed reason, never trained on.
 """
@@ -10,7 +10,7 @@ counted by its typed reason, never trained on.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +20,7 @@ from trajforge.finetune.opd.transcript import ChatRenderer, RolloutTokens, Token
 from trajforge.generators.llm.concurrency import run_all
 from trajforge.generators.rollout import run_rollout
 from trajforge.generators.tooling import Domain
-from trajforge.generators.user import ScriptedUser
+from trajforge.generators.user import ScriptedUser, UserSimulator
 from trajforge.schemas import LLMError, Provenance, Rejected, Task, Trajectory, derive_seed
 
 
@@ -60,6 +60,7 @@ class RolloutSetup:
     guided: GuidedSchedule | None = None
     max_turns: int = 8
     max_tool_steps: int = 16
+    user_factory: Callable[[Task], UserSimulator] = ScriptedUser
 
 
 def step_jobs(tasks: Sequence[Task], step: int, count: int, namespace: str) -> list[RolloutJob]:
@@ -88,7 +89,7 @@ async def _rollout(job: RolloutJob, setup: RolloutSetup) -> Rollout:
         job.task,
         setup.domain,
         agent,
-        ScriptedUser(job.task),
+        setup.user_factory(job.task),
         max_turns=setup.max_turns,
         max_steps=setup.max_tool_steps,
         seed=job.seed,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from trajforge.finetune.opd.scoring import (
 from trajforge.finetune.opd.transcript import FamilyRenderer
 from trajforge.finetune.tiny import saved_family
 from trajforge.generators.tooling import Domain
+from trajforge.generators.user import LLMUser, ScriptedUser, UserSimulator
 from trajforge.schemas import Task
 from trajforge.verifiers.outcome import verify_outcome
 
@@ -108,6 +110,18 @@ def make_sampler(cfg: OPDConfig, model: Any, path: str, stop_ids: list[int]) -> 
     return TransformersSampler(model, stop_ids, cfg.max_new_tokens, cfg.temperature)
 
 
+def user_factory(cfg: OPDConfig) -> Callable[[Task], UserSimulator]:
+    """The simulated user of every rollout: scripted, or an LLM user on the configured backend
+    (one client, with its cache and accounting, shared by all rollouts)."""
+    if cfg.user is None:
+        return ScriptedUser
+    from trajforge.generators.llm import build_client, model_name
+
+    client = build_client(cfg.user)
+    name = model_name(cfg.user)
+    return lambda task: LLMUser(client, name, task)
+
+
 class OPDTrainer:
     """The loop's state: models, samplers, optimizer, tasks; `run()` trains."""
 
@@ -127,20 +141,23 @@ class OPDTrainer:
         self.teacher_sampler = (
             make_sampler(cfg, models.teacher, cfg.teacher, stop) if cfg.guided else None
         )
+        self.user_factory = user_factory(cfg)
         self.optimizer = torch.optim.AdamW(models.student.parameters(), lr=cfg.learning_rate)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda _: 1.0)
         self.started = time.perf_counter()
 
-    def setup(self) -> RolloutSetup:
+    def setup(self, *, guided: bool = True) -> RolloutSetup:
+        """What every rollout shares; without `guided`, the student takes every turn."""
         return RolloutSetup(
             domain=self.domain,
             renderer=self.renderer,
             tokenizer=self.models.tokenizer,
             student=self.student_sampler,
-            teacher=self.teacher_sampler,
-            guided=self.cfg.guided,
+            teacher=self.teacher_sampler if guided else None,
+            guided=self.cfg.guided if guided else None,
             max_turns=self.cfg.max_turns,
             max_tool_steps=self.cfg.max_tool_steps,
+            user_factory=self.user_factory,
         )
 
     def train_step(self, step: int) -> OPDMetrics:
@@ -187,15 +204,7 @@ class OPDTrainer:
         """Reverse KL on rollouts the current student samples on held-out tasks (same seeds
         at every evaluation, so successive values are comparable)."""
         jobs = step_jobs(self.heldout, 0, self.cfg.eval_rollouts, "opd-heldout")
-        setup = RolloutSetup(
-            domain=self.domain,
-            renderer=self.renderer,
-            tokenizer=self.models.tokenizer,
-            student=self.student_sampler,
-            max_turns=self.cfg.max_turns,
-            max_tool_steps=self.cfg.max_tool_steps,
-        )
-        rollouts = [r.tokens for r in sample_rollouts(jobs, setup).rollouts]
+        rollouts = [r.tokens for r in sample_rollouts(jobs, self.setup(guided=False)).rollouts]
         m = self.models
         return heldout_reverse_kl(m.student, m.teacher, rollouts, m.device)
 

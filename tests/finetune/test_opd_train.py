@@ -107,3 +107,21 @@ def test_resume_continues_exactly_where_the_checkpoint_left_off(tmp_path):
 def test_config_errors_name_the_field(tmp_path):
     with pytest.raises(ValueError, match="student"):
         OPDConfig(student=str(tmp_path / "missing"), teacher=str(tmp_path), output="x")
+
+
+def test_an_llm_user_from_a_backend_config_plays_the_customer(tmp_path):
+    student, teacher = save_pair(tmp_path)
+    user = {"kind": "scripted", "responder": "rollout_dry_run"}  # says its piece, then stops
+    scripted_customer = trainer(tmp_path / "a", student, teacher, **TINY, steps=1)
+    llm_customer = trainer(tmp_path / "b", student, teacher, **TINY, steps=1, user=user)
+    assert scripted_customer.train_step(0).student_turns == 2  # max_turns: it never stops
+    assert llm_customer.train_step(0).student_turns == 1  # the dry-run user stops after one
+
+
+def test_evaluation_reports_pass_hat_1_through_trajforge_eval(tmp_path):
+    student, teacher = save_pair(tmp_path)
+    t = trainer(tmp_path, student, teacher, **{**TINY, "eval_pass_k": True}, steps=1)
+    line = t.evaluate(0)
+    assert line.eval_pass_hat_1 == 0.0  # a random tiny student solves nothing
+    assert line.heldout_reverse_kl > 0
+    assert (tmp_path / "out" / "eval" / "step-0" / "model" / "config.json").is_file()
