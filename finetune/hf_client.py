@@ -22,10 +22,12 @@ from trajforge.schemas import ChatRequest, ChatResponse, Message, Usage
 
 
 class TransformersChat:
-    def __init__(self, model_dir: str | Path, family: TemplateFamily, device: str = "cpu"):
+    def __init__(self, model_dir: str | Path, family: TemplateFamily, device: str | None = None):
+        from trajforge.finetune.modeling import pick_device
+
         self.model_dir = Path(model_dir)
         self.family = family
-        self.device = device
+        self.device = device or pick_device()
         self.model_name = self.model_dir.name
         self._loaded: tuple[Any, Any] | None = None
         self._lock = threading.Lock()

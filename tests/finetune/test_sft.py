@@ -43,6 +43,14 @@ def test_sft_cli_reduces_training_loss(base, tmp_path, capsys):
     assert len(losses) >= 6 and losses[-1] < losses[0] - 0.5
     assert any("eval_loss" in m for m in lines)  # validation split evaluated
     assert (out / "model" / "config.json").is_file()
+    train_stats = json.loads((out / "data.json").read_text())[0]
+    assert train_stats == {
+        "split": "train",
+        "conversations": 6,
+        "kept": 6,
+        "truncated": 0,
+        "dropped": {},
+    }
     assert "train loss" in capsys.readouterr().out
 
 
