@@ -162,6 +162,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     tasks, skipped = held_out_tasks(cfg, domain)
     if any(cfg.k > 1 and s.kind != "oracle" and cfg.temperature == 0 for s in specs):
         print("note: k > 1 at temperature 0 repeats greedy decoding; pass --temperature for spread")
+    if skipped:
+        print(f"fresh tasks skipped (reason: count): {skipped}")
     reports = [evaluate(cfg, spec, tasks, domain, skipped) for spec in specs]
     print(format_table(reports))
     if args.json:

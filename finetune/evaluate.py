@@ -88,33 +88,36 @@ class EvalReport(BaseModel):
     by_task_type: dict[str, GroupScore]
     by_complexity: dict[str, GroupScore]
     tasks: tuple[TaskResult, ...]
-    tasks_skipped: int = 0  # fresh tasks the domain could not synthesise (typed in `reasons`)
+    tasks_skipped: dict[str, int] = {}  # fresh tasks not synthesised or verified: reason -> count
 
 
-def held_out_tasks(cfg: EvalConfig, domain: Domain) -> tuple[list[Task], int]:
-    """(tasks, skipped): a run's held-out split, or fresh tasks from eval-only seeds."""
+def held_out_tasks(cfg: EvalConfig, domain: Domain) -> tuple[list[Task], dict[str, int]]:
+    """(tasks, skipped by reason): a run's held-out split, or fresh tasks from eval-only seeds."""
     if cfg.tasks is not None:
         from trajforge.finetune.data import load_tasks
 
         tasks = load_tasks(cfg.tasks, cfg.split)
-        return tasks[: cfg.num_tasks] if cfg.num_tasks else tasks, 0
+        return tasks[: cfg.num_tasks], {}
     return fresh_tasks(domain, "eval", cfg.seed, cfg.num_tasks)
 
 
-def fresh_tasks(domain: Domain, namespace: str, seed: int, count: int) -> tuple[list[Task], int]:
-    """(tasks, skipped): verified tasks from seeds in their own namespace ("eval", "opd", ...),
-    so evaluation and training never share a task."""
+def fresh_tasks(
+    domain: Domain, namespace: str, seed: int, count: int
+) -> tuple[list[Task], dict[str, int]]:
+    """(tasks, skipped by typed reason): verified tasks from seeds in their own namespace
+    ("eval", "opd", ...), so evaluation and training never share a task."""
     from trajforge.generators.personas import sample_persona
     from trajforge.generators.task_verification import verify_task
 
-    tasks, skipped = [], 0
+    tasks: list[Task] = []
+    skipped: dict[str, int] = {}
     for i in range(count):
         persona = sample_persona(derive_seed(namespace, seed, i, "persona"))
         try:
             task = domain.synthesize_task(persona, derive_seed(namespace, seed, i, "task"))
             tasks.append(verify_task(domain, task))
-        except Rejected:
-            skipped += 1
+        except Rejected as rejected:
+            skipped[rejected.reason] = skipped.get(rejected.reason, 0) + 1
     return tasks, skipped
 
 
@@ -158,7 +161,9 @@ def _task_results(tasks: Sequence[Task], attempts: Sequence[AttemptResult]) -> l
     ]
 
 
-def build_report(label: str, k: int, results: Sequence[TaskResult], skipped: int = 0) -> EvalReport:
+def build_report(
+    label: str, k: int, results: Sequence[TaskResult], skipped: dict[str, int] | None = None
+) -> EvalReport:
     """Scores overall, per task type (a task counts under each of its types), per complexity."""
     pairs = lambda rs: [(r.attempts, r.successes) for r in rs]  # noqa: E731
     types: dict[str, list[TaskResult]] = defaultdict(list)
@@ -174,12 +179,16 @@ def build_report(label: str, k: int, results: Sequence[TaskResult], skipped: int
         by_task_type={t: score(pairs(rs), k) for t, rs in sorted(types.items())},
         by_complexity={c: score(pairs(rs), k) for c, rs in sorted(levels.items())},
         tasks=tuple(results),
-        tasks_skipped=skipped,
+        tasks_skipped=dict(skipped or {}),
     )
 
 
 def evaluate(
-    cfg: EvalConfig, spec: AgentSpec, tasks: Sequence[Task], domain: Domain, skipped: int = 0
+    cfg: EvalConfig,
+    spec: AgentSpec,
+    tasks: Sequence[Task],
+    domain: Domain,
+    skipped: dict[str, int] | None = None,
 ) -> EvalReport:
     """k attempts of the agent on every task, concurrently; the scored report."""
     sampling = SamplingParams(temperature=cfg.temperature, max_tokens=cfg.max_tokens)

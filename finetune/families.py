@@ -31,6 +31,7 @@ class TemplateFamily(BaseModel):
     one_call_per_turn: bool = False  # the template raises on 2+ tool calls in one message
     content_with_calls: bool = True  # False: the template drops text that sits next to calls
     control_tokens: tuple[str, ...] = ()  # sanitised out of system/user/tool text
+    arguments_key: str = "arguments"  # the key a generated call puts its arguments under
 
     def template(self, training: bool = True) -> str:
         return load_template(self.train_template if training else self.infer_template)
@@ -62,6 +63,7 @@ FAMILIES = MappingProxyType(
             bos_token="<|begin_of_text|>",
             one_call_per_turn=True,
             content_with_calls=False,
+            arguments_key="parameters",
             control_tokens=(
                 "<|begin_of_text|>",
                 "<|start_header_id|>",

@@ -12,20 +12,34 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from trajforge.finetune.families import TemplateFamily
 from trajforge.finetune.render import generation_prompt
 from trajforge.generators.llm import parse_tool_calls
-from trajforge.schemas import ChatRequest, ChatResponse, Message, Usage
+from trajforge.schemas import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec, Usage
+
+
+def reply_from_text(
+    text: str, tools: Sequence[ToolSpec], family: TemplateFamily
+) -> tuple[str | None, tuple[ToolCall, ...]]:
+    """(content, calls) of generated text in the family's call format."""
+    if not tools:
+        return text, ()
+    if family.arguments_key != "arguments":  # e.g. Llama 3.1: {"name": ..., "parameters": ...}
+        text = text.replace(f'"{family.arguments_key}":', '"arguments":')
+    return parse_tool_calls(text, tools)
 
 
 class TransformersChat:
-    def __init__(self, model_dir: str | Path, family: TemplateFamily, device: str = "cpu"):
+    def __init__(self, model_dir: str | Path, family: TemplateFamily, device: str | None = None):
+        from trajforge.finetune.modeling import pick_device
+
         self.model_dir = Path(model_dir)
         self.family = family
-        self.device = device
+        self.device = device or pick_device()
         self.model_name = self.model_dir.name
         self._loaded: tuple[Any, Any] | None = None
         self._lock = threading.Lock()
@@ -66,7 +80,7 @@ class TransformersChat:
         finish = "stop" if eot in new else "length"
         new = new[: new.index(eot)] if eot in new else new
         text = tokenizer.decode(new, skip_special_tokens=True)
-        content, calls = parse_tool_calls(text, request.tools) if request.tools else (text, ())
+        content, calls = reply_from_text(text, request.tools, self.family)
         return ChatResponse(
             message=Message(role="assistant", content=content, tool_calls=calls),
             model=self.model_name,

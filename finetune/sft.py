@@ -33,7 +33,7 @@ from trajforge.finetune.data import load_conversations, split_files
 from trajforge.finetune.families import get_family
 from trajforge.finetune.loss import accumulate_step, mean_loss
 from trajforge.finetune.modeling import load_for_training, pick_device, save_final
-from trajforge.finetune.render import TokenizedSample, render_and_mask
+from trajforge.finetune.render import TemplateError, TokenizedSample, render_and_mask
 from trajforge.finetune.tiny import saved_family
 from trajforge.schemas import derive_seed
 
@@ -70,14 +70,47 @@ def resolve_family(cfg: SFTConfig) -> str:
     return cfg.family or saved_family(cfg.model) or "qwen2.5"
 
 
+class DataStats(BaseModel):
+    """What became of a split's conversations (written to OUT/data.json): every drop typed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    split: str
+    conversations: int
+    kept: int
+    truncated: int  # kept, cut to max_seq_len
+    dropped: dict[str, int]  # reason -> count ("template_error", "no_trained_tokens")
+
+
 def tokenise_split(
     cfg: SFTConfig, split: str, tokenizer: Any, family_name: str
-) -> list[TokenizedSample]:
+) -> tuple[list[TokenizedSample], DataStats]:
+    """Render, mask and tokenise a split; conversations that cannot train are counted, not kept."""
     family = get_family(family_name)
-    return [
-        truncate(render_and_mask(c.id, c.messages, c.tools, family, tokenizer), cfg.max_seq_len)
-        for c in load_conversations(cfg.data, split)
-    ]
+    conversations = load_conversations(cfg.data, split)
+    kept: list[TokenizedSample] = []
+    dropped: dict[str, int] = {}
+    truncated = 0
+    for c in conversations:
+        try:
+            full = render_and_mask(c.id, c.messages, c.tools, family, tokenizer)
+        except TemplateError:
+            dropped["template_error"] = dropped.get("template_error", 0) + 1
+            continue
+        sample = truncate(full, cfg.max_seq_len)
+        truncated += sample is not full
+        if sample.num_trained == 0:
+            dropped["no_trained_tokens"] = dropped.get("no_trained_tokens", 0) + 1
+            continue
+        kept.append(sample)
+    stats = DataStats(
+        split=split,
+        conversations=len(conversations),
+        kept=len(kept),
+        truncated=truncated,
+        dropped=dropped,
+    )
+    return kept, stats
 
 
 def step_schedule(
@@ -133,14 +166,16 @@ def run_sft(cfg: SFTConfig) -> SFTResult:
     device = pick_device()
     family = resolve_family(cfg)
     model, tokenizer = load_for_training(cfg, device)
-    train = tokenise_split(cfg, "train", tokenizer, family)
-    if not train:
-        raise ValueError(f"{cfg.data} has no train conversations")
-    validation = (
+    train, train_stats = tokenise_split(cfg, "train", tokenizer, family)
+    validation, val_stats = (
         tokenise_split(cfg, "validation", tokenizer, family)
         if split_files(cfg.data, "validation")
-        else []
+        else ([], None)
     )
+    stats = [s.model_dump() for s in (train_stats, val_stats) if s is not None]
+    (output / "data.json").write_text(json.dumps(stats, indent=2))
+    if not train:
+        raise ValueError(f"{cfg.data}: no trainable train conversations ({train_stats.dropped})")
     pad_id = tokenizer.pad_token_id
     steps = total_steps(cfg, train, pad_id)
     params = [p for p in model.parameters() if p.requires_grad]

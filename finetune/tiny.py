@@ -67,10 +67,12 @@ def tiny_model(vocab_size: int, seed: int = 0, hidden: int = 64, layers: int = 2
     return LlamaForCausalLM(config)
 
 
-def save_tiny(output: Path, texts: Iterable[str], family: TemplateFamily, seed: int = 0) -> Path:
+def save_tiny(
+    output: Path, texts: Iterable[str], family: TemplateFamily, seed: int = 0, hidden: int = 64
+) -> Path:
     """Train a tokenizer on `texts`, build the model, save both (and the family) to `output`."""
     tokenizer = train_tokenizer(texts, family)
-    model = tiny_model(len(tokenizer), seed=seed)
+    model = tiny_model(len(tokenizer), seed=seed, hidden=hidden)
     model.config.eos_token_id = tokenizer.eos_token_id
     model.config.pad_token_id = tokenizer.pad_token_id
     output.mkdir(parents=True, exist_ok=True)

@@ -136,3 +136,17 @@ def test_control_tokens_in_user_text_are_sanitised(tokenizers):
     ends = [m for t, m in zip(sample.input_ids, sample.trained, strict=True) if t == end]
     assert ends.count(True) == 3  # one per assistant turn, none smuggled in by the user
     assert len(ends) == 3 + 4  # plus the system, both user turns and the tool results closing
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_generated_calls_parse_back_in_each_family_format(name):
+    """What the mask trains a model to emit as a call parses back into that call."""
+    from tests.finetune.conftest import TOOL
+    from trajforge.finetune.hf_client import reply_from_text
+
+    family = get_family(name)
+    spans = [s.text for s in mask_segments(conversation(), TOOLS, family) if s.trained]
+    call_span = next(s for s in spans if "get_order" in s).removesuffix(family.end_of_turn)
+    call_span = call_span.split("</think>")[-1]
+    _, calls = reply_from_text(call_span, [TOOL], family)
+    assert [(c.name, c.arguments) for c in calls][:1] == [("get_order", {"order_id": "#W1"})]

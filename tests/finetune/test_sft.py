@@ -43,6 +43,14 @@ def test_sft_cli_reduces_training_loss(base, tmp_path, capsys):
     assert len(losses) >= 6 and losses[-1] < losses[0] - 0.5
     assert any("eval_loss" in m for m in lines)  # validation split evaluated
     assert (out / "model" / "config.json").is_file()
+    train_stats = json.loads((out / "data.json").read_text())[0]
+    assert train_stats == {
+        "split": "train",
+        "conversations": 6,
+        "kept": 6,
+        "truncated": 0,
+        "dropped": {},
+    }
     assert "train loss" in capsys.readouterr().out
 
 
@@ -79,3 +87,15 @@ def test_resume_reaches_the_same_weights_as_an_uninterrupted_run(base, tmp_path)
     assert a.keys() == b.keys()
     for name in a:
         torch.testing.assert_close(a[name], b[name])
+
+
+def test_eval_runs_a_local_model_directory_with_its_family_template(base, tmp_path):
+    """A model directory is an agent: prompted with its family's template, calls parsed."""
+    out = tmp_path / "eval.json"
+    argv = ["eval", "--model", str(base[1]), "--num-tasks", "1", "--max-turns", "2",
+            "--max-tokens", "8", "--json", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    (report,) = json.loads(out.read_text())
+    assert report["overall"]["tasks"] == 1
+    assert report["overall"]["pass_hat"]["1"] == 0.0  # an untrained model solves nothing
+    assert report["tasks"][0]["reasons"][0] != ""
