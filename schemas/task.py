@@ -19,6 +19,8 @@ TaskType = Literal[
     "order_status",
     "product_info",
     "update_user_address",
+    # search domain
+    "multi_hop_question",
 ]
 
 

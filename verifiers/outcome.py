@@ -10,6 +10,7 @@ means the record itself is corrupt (edited, or produced by different tools) and 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import ClassVar
 
 from trajforge.generators.entities import mentions_value
 from trajforge.generators.tooling import Domain, state_hash
@@ -22,6 +23,8 @@ from trajforge.schemas import (
     ToolCall,
     Trajectory,
 )
+from trajforge.verifiers.protocol import FilterContext, FilterModel
+from trajforge.verifiers.result import FilterResult
 
 OK_TERMINATIONS: frozenset[TerminationReason] = frozenset({"user_stop", "blueprint_complete"})
 
@@ -51,6 +54,16 @@ def missing_outputs(trajectory: Trajectory) -> tuple[str, ...]:
     )
 
 
+def domain_problems(trajectory: Trajectory, domain: Domain) -> list[str]:
+    """Problems found by the domain's own outcome checks (search: evidence coverage).
+
+    A domain may declare `outcome_checks`, functions trajectory -> problem text or None, each
+    problem starting with its rejection reason; domains without any declare nothing.
+    """
+    checks = getattr(domain, "outcome_checks", ())
+    return [p for check in checks if (p := check(trajectory)) is not None]
+
+
 def verify_outcome(trajectory: Trajectory, domain: Domain) -> OutcomeResult:
     """Replay, compare with gold, check outputs and termination; `reason` names what failed."""
     task = trajectory.task
@@ -76,6 +89,7 @@ def verify_outcome(trajectory: Trajectory, domain: Domain) -> OutcomeResult:
         problems.append(f"outputs_not_communicated: {', '.join(missing)}")
     if not termination_ok:
         problems.append(f"bad_termination: {trajectory.termination}")
+    problems += domain_problems(trajectory, domain)
     return OutcomeResult(
         passed=not problems,
         state_match=state_match,
@@ -96,4 +110,25 @@ def rejection_reason(result: OutcomeResult) -> RejectionReason | None:
         return "state_mismatch"
     if not result.outputs_communicated:
         return "outputs_not_communicated"
+    if "evidence_not_covered" in result.reason:
+        return "evidence_not_covered"
     return "bad_termination"
+
+
+class OutcomeGate(FilterModel):
+    """The trajectory reached the gold state, told every expected output and ended well.
+
+    Reads the outcome the Outcome stage attached (computing it with the context's domain when
+    none is attached, e.g. for trajectories from another system)."""
+
+    name: ClassVar[str] = "outcome"
+    reasons: ClassVar[tuple[RejectionReason, ...]] = (
+        "state_mismatch",
+        "outputs_not_communicated",
+        "bad_termination",
+    )
+
+    def check(self, trajectory: Trajectory, context: FilterContext) -> FilterResult:
+        outcome = trajectory.outcome or verify_outcome(trajectory, context.domain)
+        reason = rejection_reason(outcome)
+        return FilterResult.ok() if reason is None else FilterResult.reject(reason, outcome.reason)
