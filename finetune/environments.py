@@ -9,7 +9,8 @@ executed through the domain's `Toolbox` (the one error boundary, so a bad call r
 "Error: ..." observation the rollouts see), plus `send_message_to_user`, through which the agent
 talks to the simulated user and gets the user's reply back. The reward is 1.0 when the outcome
 check passes (state replay equals gold, expected outputs told to the user, the user ended the
-conversation) and every configured policy check passes, else 0.0.
+conversation) and every configured check passes (any `verifiers` trajectory filter, such as
+the domain's policy-as-code checker), else 0.0.
 
 Why tool-shaped user turns: GRPO's loop has no user turn; routing the conversation through a
 tool keeps the simulated user in the loop without changing TRL, and the user's replies are
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, Protocol, get_type_hints
+from typing import Any, ClassVar, get_type_hints
 
 from pydantic import BaseModel
 
@@ -40,6 +41,7 @@ from trajforge.schemas import (
     derive_seed,
 )
 from trajforge.verifiers.outcome import rejection_reason, verify_outcome
+from trajforge.verifiers.protocol import FilterContext, TrajectoryFilter
 from trajforge.verifiers.result import FilterResult
 
 USER_TOOL = "send_message_to_user"
@@ -50,12 +52,6 @@ USER_TOOL_NOTE = (
 CONVERSATION_OVER = "Error: the customer has left the conversation; nothing more can be sent"
 
 
-class TrajectoryCheck(Protocol):
-    """A policy check over a finished trajectory (the verifiers' filter shape)."""
-
-    def __call__(self, trajectory: Trajectory) -> FilterResult: ...
-
-
 UserFactory = Callable[[Task], UserSimulator]
 
 
@@ -64,7 +60,7 @@ class DomainEnvironment:
 
     domain: ClassVar[Domain]
     user_factory: ClassVar[UserFactory] = ScriptedUser
-    checks: ClassVar[tuple[TrajectoryCheck, ...]] = ()
+    checks: ClassVar[tuple[TrajectoryFilter, ...]] = ()
     max_user_turns: ClassVar[int] = 30
 
     def __init__(self) -> None:
@@ -157,8 +153,9 @@ class DomainEnvironment:
         reason = rejection_reason(outcome)
         if reason is not None:
             return FilterResult.reject(reason, outcome.reason)
+        context = FilterContext(self.domain)
         for check in self.checks:
-            result = check(trajectory)
+            result = check.check(trajectory, context)
             if not result.passed:
                 return result
         return FilterResult.ok()
@@ -203,7 +200,7 @@ def environment_class(
     domain: Domain,
     *,
     user_factory: UserFactory = ScriptedUser,
-    checks: Sequence[TrajectoryCheck] = (),
+    checks: Sequence[TrajectoryFilter] = (),
     max_user_turns: int = 30,
 ) -> type[DomainEnvironment]:
     """A `DomainEnvironment` subclass for `domain`, ready for `environment_factory=`."""

@@ -1,6 +1,7 @@
 """The TRL environment adapter: reset, tools equal to the toolbox, reward equal to the verdict."""
 
 import inspect
+from typing import ClassVar
 
 import pytest
 from transformers.utils import get_json_schema
@@ -19,6 +20,7 @@ from trajforge.generators.personas import sample_persona
 from trajforge.generators.tooling import state_hash
 from trajforge.schemas import ToolCall
 from trajforge.verifiers.outcome import verify_outcome
+from trajforge.verifiers.protocol import FilterModel
 from trajforge.verifiers.result import FilterResult
 
 DOMAIN = get_domain("retail")
@@ -115,12 +117,17 @@ def test_reward_equals_the_outcome_verdict(task):
 
 
 def test_policy_checks_can_veto_the_reward(task):
-    def at_most_two_calls(trajectory):
-        if len(trajectory.steps) > 2:
-            return FilterResult.reject("loop_or_repeat", "more than two tool calls")
-        return FilterResult.ok()
+    class AtMostTwoCalls(FilterModel):
+        name: ClassVar[str] = "at_most_two_calls"
+        reasons: ClassVar[tuple[str, ...]] = ("loop_or_repeat",)
 
-    Strict = environment_class(DOMAIN, checks=(at_most_two_calls,))
+        def check(self, trajectory, context):
+            assert context.domain is DOMAIN
+            if len(trajectory.steps) > 2:
+                return FilterResult.reject("loop_or_repeat", "more than two tool calls")
+            return FilterResult.ok()
+
+    Strict = environment_class(DOMAIN, checks=(AtMostTwoCalls(),))
     env = Strict()
     env.reset(task_json=task.to_json())
     play_gold(env, task)
