@@ -15,7 +15,7 @@ from trajforge.finetune.environments import (
     environment_verdict,
 )
 from trajforge.generators.agent import oracle_closing
-from trajforge.generators.domains import get_domain
+from trajforge.generators.domains import DOMAINS, get_domain
 from trajforge.generators.personas import sample_persona
 from trajforge.generators.tooling import state_hash
 from trajforge.schemas import ToolCall
@@ -49,9 +49,11 @@ def test_trl_sees_the_domain_tools_plus_the_user_channel():
     assert public == tools | {USER_TOOL, "reset", "get_reward"}
 
 
-def test_tool_methods_have_the_tool_schema_trl_will_render():
-    env = RetailEnv()
-    for spec in DOMAIN.toolbox.specs:
+@pytest.mark.parametrize("name", sorted(DOMAINS))
+def test_tool_methods_have_the_tool_schema_trl_will_render(name):
+    domain = get_domain(name)
+    env = environment_class(domain)()
+    for spec in domain.toolbox.specs:
         schema = get_json_schema(getattr(env, spec.name))["function"]
         assert schema["name"] == spec.name
         assert set(schema["parameters"]["properties"]) == set(spec.parameters["properties"])
