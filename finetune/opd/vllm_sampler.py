@@ -9,6 +9,7 @@ weights into the engine, so rollouts stay on-policy.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,6 +29,8 @@ class VLLMSampler:
         temperature: float,
         gpu_memory_utilization: float = 0.35,
     ):
+        # The engine core must live in this process for `sync` to reach its model.
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         try:
             import vllm
         except ImportError as exc:
@@ -59,7 +62,12 @@ class VLLMSampler:
         return SampledTokens(tuple(ids), tuple(logprobs))
 
     def sync(self, model: Any) -> None:
-        """Load the trained student's weights into the engine (same architecture and names)."""
+        """Load the trained student's weights into the engine (same architecture and names),
+        then drop its prefix cache, whose KV entries were computed with the old weights
+        (the colocated path TRL's GRPO uses)."""
         weights = [(name, p.detach()) for name, p in model.state_dict().items()]
-        runner = self._engine.llm_engine.model_executor.driver_worker.model_runner
+        executor = self._engine.llm_engine.model_executor
+        worker = executor.driver_worker
+        runner = getattr(worker, "model_runner", None) or worker.worker.model_runner
         runner.model.load_weights(weights)
+        self._engine.reset_prefix_cache()
