@@ -52,13 +52,13 @@ class OPDMetrics(BaseModel):
     step: int
     loss: float | None = None
     sampled_reverse_kl: float | None = None  # mean log p_old - log p_teacher, student tokens
-    trained_tokens: int = 0
-    tokens: int = 0
-    rollouts: int = 0
-    dropped: dict[str, int] = {}
-    student_turns: int = 0
-    turns_trained: int = 0  # Selective: turns the gate kept
-    teacher_turns: int = 0  # Guided
+    trained_tokens: int | None = None
+    tokens: int | None = None
+    rollouts: int | None = None
+    dropped: dict[str, int] | None = None  # rollouts dropped, by typed reason
+    student_turns: int | None = None
+    turns_trained: int | None = None  # Selective: turns the gate kept
+    teacher_turns: int | None = None  # Guided
     guided_p: float | None = None
     outcome_pass_rate: float | None = None
     heldout_reverse_kl: float | None = None
