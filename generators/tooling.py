@@ -239,6 +239,10 @@ class Toolbox:
     def spec(self, name: str) -> ToolSpec | None:
         return self._by_name.get(name)
 
+    def functions(self) -> tuple[Callable[..., Any], ...]:
+        """The tool functions, in declaration order (adapters re-expose their signatures)."""
+        return tuple(self._functions.values())
+
     def execute(self, state: BaseModel, call: ToolCall) -> ToolExecution:
         """Run one call against `state` (mutated in place on success); never raises."""
         spec = self._by_name.get(call.name)

@@ -2,6 +2,8 @@
 
     trajforge build --config configs/quickstart.yaml --output runs/quick [--resume|--overwrite]
                     [any Beam pipeline option, e.g. --runner DataflowRunner --project ...]
+    trajforge finetune sft --data RUN_DIR --model MODEL_DIR --output OUT   (see finetune/cli.py)
+    trajforge eval --model SPEC --tasks RUN_DIR --k K                      (see finetune/cli.py)
 
 Unknown flags are passed to Beam unchanged. Local runs default to `--runner=FnApiRunner`, which
 never downloads a runner binary.
@@ -24,6 +26,7 @@ class _DropOptionalGcpNotice(logging.Filter):
 # Installed before Beam is imported (below): the notice is logged on the root logger at import.
 logging.getLogger().addFilter(_DropOptionalGcpNotice())
 
+from trajforge.finetune import cli as finetune_cli  # noqa: E402
 from trajforge.pipelines import io  # noqa: E402
 from trajforge.pipelines.config import ConfigError, load_config  # noqa: E402
 
@@ -51,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     calib.add_argument("--run", required=True, help="a finished run directory")
     calib.add_argument("--limit", type=int, default=None, help="judge at most this many")
+    finetune_cli.add_parsers(sub)
     return parser
 
 
@@ -159,7 +163,9 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_build(args, beam_args)
         if args.command == "calibrate":
             return cmd_calibrate(args)
-    except (ConfigError, UsageError) as err:
+        if args.command in ("finetune", "eval"):
+            return finetune_cli.run(args)
+    except (ConfigError, UsageError, *finetune_cli.ERRORS) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     return 1
