@@ -28,6 +28,9 @@ class OpenAIBackendConfig(_BackendConfig):
     model: str
     base_url: str | None = None  # None: $OPENAI_BASE_URL, else the OpenAI API
     api_key_env: str = "OPENAI_API_KEY"
+    # A local server (vLLM, llama.cpp) that ignores authentication: say so explicitly, and a
+    # placeholder key is sent; otherwise an unset `api_key_env` is an error before the build.
+    needs_api_key: bool = True
     # Google Secret Manager version to read the key from on each worker (Dataflow), e.g.
     # "projects/P/secrets/openai-key/versions/latest"; needs the `dataflow` extra.
     api_key_secret: str | None = None
@@ -37,6 +40,36 @@ class OpenAIBackendConfig(_BackendConfig):
     backoff_max_s: float = Field(default=30.0, ge=0)
     max_connections: int = Field(default=1000, ge=1)
     transport: Literal["auto", "httpx", "aiohttp"] = "auto"  # auto: aiohttp when installed
+
+    @field_validator("base_url")
+    @classmethod
+    def _valid_base_url(cls, url: str | None) -> str | None:
+        if url is not None:
+            problem = base_url_problem(url)
+            if problem:
+                raise ValueError(
+                    f"{problem}; write it like http://localhost:8000/v1 or https://host/v1"
+                )
+        return url
+
+
+def base_url_problem(url: str) -> str | None:
+    """Why `url` cannot be an endpoint base URL (None when it can). A malformed URL fails every
+    call the same way, so it is refused at load time instead of dead-lettering every element."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # raises ValueError on a non-numeric or out-of-range port
+    except ValueError as err:
+        return f"base_url {url!r} is malformed ({err})"
+    if parts.scheme not in ("http", "https"):
+        return f"base_url {url!r} needs the scheme http:// or https://"
+    if not parts.hostname or any(c.isspace() for c in url):
+        return f"base_url {url!r} has no valid host"
+    if port == 0:
+        return f"base_url {url!r} has port 0"
+    return None
 
 
 class LocalBackendConfig(_BackendConfig):
@@ -115,6 +148,7 @@ def _build_backend(cfg: BackendConfig, stats: CallStats) -> Any:
             base_url=cfg.base_url,
             api_key=read_secret(cfg.api_key_secret) if cfg.api_key_secret else None,
             api_key_env=cfg.api_key_env,
+            needs_api_key=cfg.needs_api_key,
             timeout_s=cfg.timeout_s,
             max_retries=cfg.max_retries,
             backoff_base_s=cfg.backoff_base_s,

@@ -109,8 +109,8 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
 class OpenAIBackend:
     """`LLMClient` over an OpenAI-compatible `/chat/completions` endpoint.
 
-    The key comes from `api_key` or the environment variable `api_key_env` (a dummy one when
-    only a base URL is given); it is held in memory for the client and never pickled: an
+    The key comes from `api_key` or the environment variable `api_key_env` (a placeholder only
+    when `needs_api_key` is False: a local server that ignores authentication); it is held in memory for the client and never pickled: an
     unpickled backend reads the environment again.
     """
 
@@ -128,6 +128,7 @@ class OpenAIBackend:
         max_connections: int = 1000,
         transport: Transport = "auto",
         stats: CallStats | None = None,
+        needs_api_key: bool = True,
     ):
         self.model = model
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
@@ -140,6 +141,7 @@ class OpenAIBackend:
         self.transport = resolve_transport(transport)
         self.stats = stats if stats is not None else CallStats()
         self.api_key_env = api_key_env
+        self.needs_api_key = needs_api_key
         self._api_key = self._resolve_key(api_key)
         self._client: Any = None  # openai.AsyncOpenAI (httpx) or aiohttp.ClientSession
         self._client_loop: asyncio.AbstractEventLoop | None = None
@@ -149,11 +151,11 @@ class OpenAIBackend:
         key = api_key or os.environ.get(self.api_key_env)
         if key:
             return key
-        if self.base_url:
+        if not self.needs_api_key:
             return LOCAL_SERVER_DUMMY_KEY
         raise LLMError(
-            f"openai backend (model {self.model!r}): no API key; set {self.api_key_env}, or a "
-            "base URL (OPENAI_BASE_URL) for a local server that needs none"
+            f"openai backend (model {self.model!r}): no API key; set {self.api_key_env}, or set "
+            "needs_api_key: false in the backend config for a local server that needs none"
         )
 
     @property
