@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from trajforge.generators.llm.accounting import AccountingLLM, CallStats
 from trajforge.generators.llm.cache import CachedLLM, ResponseCache
 from trajforge.generators.llm.local import LOCAL_MODEL_NAME
+from trajforge.generators.llm.openai_wire import base_url_problem
 from trajforge.generators.llm.responders import RESPONDERS
 from trajforge.schemas import LLMClient, LLMError
 
@@ -51,25 +52,6 @@ class OpenAIBackendConfig(_BackendConfig):
                     f"{problem}; write it like http://localhost:8000/v1 or https://host/v1"
                 )
         return url
-
-
-def base_url_problem(url: str) -> str | None:
-    """Why `url` cannot be an endpoint base URL (None when it can). A malformed URL fails every
-    call the same way, so it is refused at load time instead of dead-lettering every element."""
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(url)
-        port = parts.port  # raises ValueError on a non-numeric or out-of-range port
-    except ValueError as err:
-        return f"base_url {url!r} is malformed ({err})"
-    if parts.scheme not in ("http", "https"):
-        return f"base_url {url!r} needs the scheme http:// or https://"
-    if not parts.hostname or any(c.isspace() for c in url):
-        return f"base_url {url!r} has no valid host"
-    if port == 0:
-        return f"base_url {url!r} has port 0"
-    return None
 
 
 class LocalBackendConfig(_BackendConfig):
