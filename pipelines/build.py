@@ -234,6 +234,11 @@ def make_manifest(
         )
     }
     tokens = {k.split(".", 1)[1]: v for k, v in counters.items() if k.startswith("tokens.")}
+    llm: dict[str, dict[str, int]] = {}
+    for key, value in counters.items():
+        if key.startswith("llm."):
+            _, role, name = key.split(".", 2)
+            llm.setdefault(role, {})[name] = value
     inputs = config.num_tasks
     accounted = outputs["kept"] + outputs["rejected"] + outputs["dead_lettered"]
     return {
@@ -252,8 +257,11 @@ def make_manifest(
             "dead_lettered": outputs["dead_lettered"],
             "holds": inputs == accounted,
         },
-        "stage_counts": {k: v for k, v in sorted(counters.items()) if not k.startswith("tokens.")},
+        "stage_counts": {
+            k: v for k, v in sorted(counters.items()) if not k.startswith(("tokens.", "llm."))
+        },
         "tokens": tokens,
+        "llm": llm,  # per role: calls, cached_calls, requests, retries.<cause>, errors, tokens
         "wall_time_s": round(wall_s, 3),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }

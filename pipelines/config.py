@@ -13,6 +13,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from trajforge.generators.llm.factory import BackendConfig
+from trajforge.generators.llm.guard import TextLimits
 from trajforge.schemas import SamplingParams, canonical_json, content_hash
 from trajforge.verifiers.judge import JudgeConfig
 
@@ -130,17 +131,6 @@ class QualityConfig(_Config):
     dedup: DedupConfig = DedupConfig()
 
 
-class LimitsConfig(_Config):
-    """Bounds on untrusted text from the LLM (checked on every response, cached ones too).
-
-    A 200 KB reply would be stored and resent on every later call of the conversation; a 200 KB
-    tool argument echoed back until the server refuses the request. Past a bound the element is
-    rejected (`oversized_content` / `oversized_arguments`)."""
-
-    max_content_chars: int = Field(default=32_000, ge=100)
-    max_argument_chars: int = Field(default=8_000, ge=100)
-
-
 class FailureConfig(_Config):
     """When a finished build counts as failed (exit 1, no `_SUCCESS`; the manifest is written)."""
 
@@ -162,7 +152,7 @@ class BuildConfig(_Config):
     output: OutputConfig = OutputConfig()
     cache: CacheConfig = CacheConfig()
     quality: QualityConfig = QualityConfig()
-    limits: LimitsConfig = LimitsConfig()
+    limits: TextLimits = TextLimits()  # size bounds on LLM replies and tool arguments
     failure: FailureConfig = FailureConfig()
 
     @field_validator("domain")

@@ -179,7 +179,10 @@ async def no_tool_baseline_gate(res: StageResources, task: Task) -> Task:
         return task
     assert res.clients is not None
     answer = await no_tool_baseline(
-        task, res.clients.judge, res.clients.models["judge"], derive_seed(task.id, "baseline", 0)
+        task,
+        res.clients.baseline,
+        res.clients.models["judge"],
+        derive_seed(task.id, "baseline", 0),
     )
     check_shortcut_prone(task, answer).raise_if_rejected()
     return task

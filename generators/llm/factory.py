@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from trajforge.generators.llm.accounting import AccountingLLM, CallStats
 from trajforge.generators.llm.cache import CachedLLM, ResponseCache
+from trajforge.generators.llm.guard import BoundedLLM, ConcurrencyLimitedLLM, TextLimits
 from trajforge.generators.llm.local import LOCAL_MODEL_NAME
 from trajforge.generators.llm.openai_wire import base_url_problem
 from trajforge.generators.llm.responders import RESPONDERS
@@ -111,13 +112,22 @@ def read_secret(name: str) -> str:
 
 
 def build_client(
-    cfg: BackendConfig, cache: ResponseCache | None = None, stats: CallStats | None = None
+    cfg: BackendConfig,
+    cache: ResponseCache | None = None,
+    stats: CallStats | None = None,
+    max_in_flight: int | None = None,
+    limits: TextLimits | None = None,
 ) -> AccountingLLM:
-    """The backend for `cfg`, behind the cache (if any) and accounting (`.stats`)."""
+    """The backend for `cfg`, wrapped (inside out) by the concurrency limit (cache hits take no
+    slot), the cache, the size bounds (cached answers are checked too) and accounting."""
     stats = stats if stats is not None else CallStats()
     inner: LLMClient = _build_backend(cfg, stats)
+    if max_in_flight is not None:
+        inner = ConcurrencyLimitedLLM(inner, max_in_flight)
     if cache is not None:
         inner = CachedLLM(inner, cache, namespace=f"{cfg.kind}:{model_name(cfg)}")
+    if limits is not None:
+        inner = BoundedLLM(inner, limits)
     return AccountingLLM(inner, stats, model=model_name(cfg))
 
 
