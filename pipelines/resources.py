@@ -98,6 +98,15 @@ def shared_role_clients(config: BuildConfig, run_dir: str) -> RoleClients:
         return _PROCESS_CLIENTS[key]
 
 
+def forget_process_clients(run_dir: str) -> None:
+    """Drop this process's clients whose cache lives in `run_dir` (its cache was deleted: an
+    open sqlite connection would keep answering from the unlinked file)."""
+    path = cache_path_for(run_dir)
+    with _LOCK:
+        for key in [k for k in _PROCESS_CLIENTS if k[1] == path]:
+            del _PROCESS_CLIENTS[key]
+
+
 class StageResources:
     """What a stage needs at run time; cheap to pickle, heavy parts built in setup()."""
 

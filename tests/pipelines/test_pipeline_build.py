@@ -114,6 +114,7 @@ num_tasks: 6
 mode: rollout
 roles:
   agent: {kind: scripted, responder: rollout_dry_run}
+failure: {min_kept: 0}  # nothing is kept on purpose
 """
 
 
