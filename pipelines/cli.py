@@ -154,7 +154,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     report = calibrate_run(run, args.limit)
     for key in ("judge", "n", "skipped", "ungradeable", "accuracy", "precision", "recall"):
         print(f"{key:<14}{report[key]}")
-    print(f"{'cohen_kappa':<14}{report['cohen_kappa']:.3f}")
+    kappa = report["cohen_kappa"]
+    shown = f"{kappa:.3f}" if kappa is not None else f"undefined ({report['kappa_note']})"
+    print(f"{'cohen_kappa':<14}{shown}")
+    if report["warning"]:
+        print(f"warning: {report['warning']}")
     print(f"\nWritten to {run}/calibration.json")
     return 0
 
