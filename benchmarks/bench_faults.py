@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--rate-429", type=float, default=0.08)
     parser.add_argument("--rate-500", type=float, default=0.08)
     parser.add_argument("--rate-hang", type=float, default=0.04)
-    parser.add_argument("--timeout-s", type=float, default=1.0)
+    parser.add_argument("--timeout-s", type=float, default=2.0)
     parser.add_argument("--retries", type=int, default=8)
     parser.add_argument("--in-flight", type=int, default=16)
     args = parser.parse_args(argv)

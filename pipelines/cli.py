@@ -77,6 +77,11 @@ def with_default_runner(beam_args: list[str]) -> list[str]:
     return ["--runner=FnApiRunner", *beam_args]
 
 
+def _retries(manifest: dict) -> int:
+    roles = manifest.get("llm", {}).values()
+    return sum(v for role in roles for k, v in role.items() if k.startswith("retries."))
+
+
 def summary_table(manifest: dict) -> str:
     out = manifest["outputs"]
     lines = [
@@ -92,7 +97,7 @@ def summary_table(manifest: dict) -> str:
         f"{'LLM calls (cached)':<44}"
         f"{manifest['tokens'].get('llm_calls', 0):>8} ({manifest['tokens'].get('cached_calls', 0)})",
         f"{'HTTP requests (retries)':<44}{manifest['tokens'].get('requests', 0):>8} "
-        f"({sum(v for r in manifest.get('llm', {}).values() for k, v in r.items() if k.startswith('retries.'))})",
+        f"({_retries(manifest)})",
         f"{'wall time (s)':<44}{manifest['wall_time_s']:>8.1f}",
     ]
     return "\n".join(lines)

@@ -20,7 +20,7 @@ _SHAPES = (
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=\-]{4,}"),
     re.compile(r"()\bsk-[A-Za-z0-9_\-]{8,}"),
 )
-_MIN_SECRET_CHARS = 6  # shorter values (e.g. "EMPTY", "1") would redact ordinary words
+_MIN_SECRET_CHARS = 8  # shorter values (e.g. "EMPTY", "secret") would redact ordinary words
 
 _known: set[str] = set()
 _lock = threading.Lock()
