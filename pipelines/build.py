@@ -258,7 +258,10 @@ def make_manifest(
             ("judge", roles.judge or roles.agent),
         )
     }
-    tokens = {k.split(".", 1)[1]: v for k, v in counters.items() if k.startswith("tokens.")}
+    tokens = dict.fromkeys(
+        ("llm_calls", "cached_calls", "prompt_tokens", "completion_tokens", "requests"), 0
+    )
+    tokens.update({k.split(".", 1)[1]: v for k, v in counters.items() if k.startswith("tokens.")})
     llm: dict[str, dict[str, int]] = {}
     for key, value in counters.items():
         if key.startswith("llm."):
