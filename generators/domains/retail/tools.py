@@ -9,6 +9,7 @@ Money is rounded to cents at every step so replays hash identically.
 from __future__ import annotations
 
 import ast
+import math
 import operator
 from typing import Any, Literal
 
@@ -102,6 +103,12 @@ _BINARY_OPS = {
 }
 
 
+#: Bounds on model-chosen input to `calculate`: money sums here are short and small; a
+#: 400-digit number or a 10,000-deep parenthesis chain is an attack or a loop, not a refund.
+MAX_EXPRESSION_CHARS = 200
+MAX_CALCULATE_MAGNITUDE = 1e12
+
+
 def _evaluate(node: ast.AST) -> float:
     if isinstance(node, ast.Expression):
         return _evaluate(node.body)
@@ -122,6 +129,8 @@ def calculate(state: RetailState, expression: str) -> str:
     Args:
         expression: Numbers, + - * / and parentheses only, e.g. '24.99 + 13.50'.
     """
+    if len(expression) > MAX_EXPRESSION_CHARS:
+        raise ToolError(f"expression too long (at most {MAX_EXPRESSION_CHARS} characters)")
     try:
         tree = ast.parse(expression, mode="eval")
         value = _evaluate(tree)
@@ -129,6 +138,10 @@ def calculate(state: RetailState, expression: str) -> str:
         raise ToolError(f"could not parse expression '{expression}'") from err
     except ZeroDivisionError as err:
         raise ToolError("division by zero") from err
+    except (OverflowError, RecursionError) as err:
+        raise ToolError("expression too large or too deeply nested") from err
+    if not math.isfinite(value) or abs(value) > MAX_CALCULATE_MAGNITUDE:
+        raise ToolError(f"result out of range (at most {MAX_CALCULATE_MAGNITUDE:.0e} in size)")
     return f"{lookups.cents(value):.2f}"
 
 
