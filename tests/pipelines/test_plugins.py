@@ -18,6 +18,7 @@ roles:
   agent: {{kind: scripted, responder: blueprint}}
   judge: {{kind: scripted, responder: judge_approves}}
 concurrency: {{max_in_flight: 4}}
+failure: {{min_kept: 0}}  # the plugin filter is meant to reject every record here
 quality:
   dedup: {{semantic: {{enabled: false}}}}
   judge: {{enabled: {judge}, settings: {{rubric: 'tests.plugins.rubrics:RUBRIC'}}}}
