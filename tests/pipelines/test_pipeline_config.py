@@ -35,7 +35,8 @@ def test_good_config_loads_with_defaults(tmp_path):
         (GOOD.replace("domain: retail\n", ""), "domain: required field is missing"),
         (GOOD.replace("domain: retail", "domain: airline"), "unknown domain 'airline'"),
         (GOOD.replace("responder: echo", "responder: nope"), "responder"),
-        (GOOD + "output: {splits: {train: 0.5, test: 0.1}}\n", "sum to 1.0"),
+        (GOOD + "output: {splits: {train: 0.5, golden: 0.1}}\n", "sum to 1.0"),
+        (GOOD + "output: {splits: {train: 0.9, test: 0.1}}\n", "renamed `golden`"),
         ("- just\n- a list\n", "must be a YAML mapping"),
     ],
 )
