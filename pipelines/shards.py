@@ -9,10 +9,11 @@ metadata stored in each file makes `load_dataset` decode `Json` columns back to 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pyarrow.parquet as pq
-from datasets import Dataset, Features
+from datasets import Dataset, Features, Json, List
 
 from trajforge.pipelines import io, views
 from trajforge.schemas import DatasetRecord
@@ -54,9 +55,24 @@ def row_group_rows(num_rows: int, nbytes: int) -> int:
     return max(1, min(ROW_GROUP_MAX_ROWS, int(ROW_GROUP_BYTES / per_row)))
 
 
+def encode_json(feature: Any, value: Any) -> Any:
+    """Pre-encode every `Json` value as JSON text. `Json.encode_example` keeps a string that
+    already parses as JSON, so a plain string such as "43131" would come back as the number
+    43131; encoding it ourselves makes every value round-trip exactly."""
+    if value is None:
+        return None
+    if isinstance(feature, Json):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(feature, List):
+        return [encode_json(feature.feature, v) for v in value]
+    if isinstance(feature, dict):
+        return {k: encode_json(feature[k], v) for k, v in value.items()}
+    return value
+
+
 def write_shard(path: str, rows: list[dict[str, Any]], features: Features) -> int:
     """Write one shard (rows sorted by id); returns the number of rows."""
-    rows = sorted(rows, key=lambda r: r["id"])
+    rows = sorted((encode_json(dict(features), r) for r in rows), key=lambda r: r["id"])
     table = Dataset.from_list(rows, features=features).data.table
     with io.FileSystems.create(path) as f:
         pq.write_table(
