@@ -119,6 +119,14 @@ steps = load_dataset("{name}", "steps")  # also: "step_prefix", "sharegpt", "dat
 ```"""
 
 
+EMPTY_NOTE = (
+    "**This build kept no rows.** Every output has one empty `train` shard carrying its "
+    "schema: `load_dataset(path, streaming=True)` and pyarrow read zero rows; non-streaming "
+    "`load_dataset` refuses a split without rows (datasets raises 'corresponds to no data'). "
+    "See Filters for why every input was rejected."
+)
+
+
 def _body(manifest: dict[str, Any], run_dir: str, on_disk: dict, tokens: dict | None) -> str:
     cfg, out = manifest["config"], manifest["outputs"]
     split_rows = [[s, v["rows"], len(v["shards"])] for s, v in out["splits"].items()]
@@ -138,6 +146,7 @@ def _body(manifest: dict[str, Any], run_dir: str, on_disk: dict, tokens: dict | 
         f"`{cfg['mode']}`. Every kept row passed the programmatic outcome verifier (its tool "
         f"calls replay to the gold final-state hash and it communicated the expected outputs), "
         f"the shortcut filters and dedup; it was scored by {judges}.",
+        EMPTY_NOTE if out["kept"] == 0 else "",
         "## Splits\n\n"
         + _table(["split", "rows", "shards"], split_rows)
         + "\n\nSplits are assigned by leakage cluster (task, template, configured shared "

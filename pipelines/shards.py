@@ -73,6 +73,8 @@ def encode_json(feature: Any, value: Any) -> Any:
 def write_shard(path: str, rows: list[dict[str, Any]], features: Features) -> int:
     """Write one shard (rows sorted by id); returns the number of rows."""
     rows = sorted((encode_json(dict(features), r) for r in rows), key=lambda r: r["id"])
+    if not rows:
+        return _write_empty(path, features)
     table = Dataset.from_list(rows, features=features).data.table
     with io.FileSystems.create(path) as f:
         pq.write_table(
@@ -82,6 +84,15 @@ def write_shard(path: str, rows: list[dict[str, Any]], features: Features) -> in
             row_group_size=row_group_rows(table.num_rows, table.nbytes),
         )
     return table.num_rows
+
+
+def _write_empty(path: str, features: Features) -> int:
+    """A file with the schema and no row group: pyarrow, pandas and streaming `load_dataset`
+    read it as zero rows (a zero-row row group would make `datasets` pick a batch size of 0)."""
+    schema = Dataset.from_dict({k: [] for k in features}, features=features).data.table.schema
+    with io.FileSystems.create(path) as f:
+        pq.ParquetWriter(f, schema, compression="zstd").close()
+    return 0
 
 
 def output_files(run_dir: str, output: str) -> dict[str, list[str]]:
