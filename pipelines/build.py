@@ -92,6 +92,9 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, run_dir: str) -> None:
         seeds, "SynthesizeTasks", SyncStageFn("synthesize", plain, stages.synthesize_task)
     )
     tasks = stage(tasks, "VerifyTasks", SyncStageFn("verify_task", plain, stages.verify_task))
+    # Generation is the expensive step: rebalance its input across workers, and let the cheap
+    # preparation stage run (and report progress) before any model loads.
+    tasks = tasks | "ReshuffleTasks" >> beam.Reshuffle()
     if quality.shortcut.no_tool_baseline:
         tasks = stage(
             tasks,

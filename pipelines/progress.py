@@ -64,7 +64,8 @@ class ProgressTally:
         os.replace(tmp, self.path)
 
 
-GENERATION_STAGES = ("synthesize", "verify_task", "baseline", "blueprint", "rollout")
+PREPARATION_STAGES = ("synthesize", "verify_task")
+GENERATION_STAGES = (*PREPARATION_STAGES, "baseline", "blueprint", "rollout")
 
 
 class StageProgress(BaseModel):
@@ -81,7 +82,12 @@ class StageProgress(BaseModel):
     failed: int = 0
     llm_calls: int = 0
     tokens: int = 0
+    prepared: int = 0  # inputs past task verification (verified, or dropped before)
     done: int = 0  # inputs past generation (generated, or dropped before or during it)
+
+    def fraction(self, total: int) -> float:
+        """Half for preparing tasks (fast, moves from the first seconds), half for generating."""
+        return (self.prepared + self.done) / max(2 * total, 1)
 
     @classmethod
     def of(cls, counters: Mapping[str, int]) -> StageProgress:
@@ -105,6 +111,8 @@ class StageProgress(BaseModel):
             llm_calls=calls,
             tokens=counters.get("tokens.prompt_tokens", 0)
             + counters.get("tokens.completion_tokens", 0),
+            prepared=counters.get("verify_task.kept", 0)
+            + sum(dropped(s) for s in PREPARATION_STAGES),
             done=generated + sum(dropped(s) for s in GENERATION_STAGES),
         )
 
@@ -147,8 +155,9 @@ def read_totals(run_dir: str) -> Counter[str]:
 class ProgressReporter:
     """Context manager: live per-stage progress while the pipeline runs.
 
-    On a terminal, a tqdm bar over the inputs (advancing as tasks get past generation, the
-    slow step, so it moves long before anything is kept) with per-stage counts and rates.
+    On a terminal, a tqdm bar (half for tasks prepared, half for tasks past generation, so it
+    moves from the first seconds, long before anything is kept) with per-stage counts and
+    rates.
     Otherwise (a log file, CI), one plain line every `plain_every_s` seconds when something
     changed: a quickstart log stays a few KB instead of a frame every half second.
     """
@@ -188,7 +197,7 @@ class ProgressReporter:
 
     def line(self, progress: StageProgress, elapsed: float) -> str:
         return (
-            f"[{elapsed:5.0f}s] {progress.done}/{self.total} past generation: "
+            f"[{elapsed:5.0f}s] {progress.fraction(self.total):4.0%} of {self.total} tasks: "
             f"{progress.stages_text()} | {progress.rates_text(elapsed)}"
         )
 
@@ -211,18 +220,17 @@ class ProgressReporter:
     def _bar_loop(self) -> None:
         started = time.monotonic()
         with tqdm(
-            total=self.total,
-            desc="build",
-            unit="task",
+            total=2 * self.total,
+            desc=f"build {self.total} tasks",
             dynamic_ncols=True,
             file=self.stream or sys.stderr,
-            bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}] {postfix}",
+            bar_format="{l_bar}{bar}| [{elapsed}] {postfix}",
         ) as bar:
             while True:
                 stopping = self._stop.wait(0.5)
                 progress = StageProgress.of(read_totals(self.run_dir))
                 elapsed = time.monotonic() - started
-                bar.n = progress.done
+                bar.n = progress.prepared + progress.done
                 bar.set_postfix_str(
                     f"{progress.stages_text()} | {progress.rates_text(elapsed)}", refresh=False
                 )
