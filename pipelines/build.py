@@ -1,7 +1,8 @@
 """The build pipeline: named composite transforms from seeds to sharded, verified datasets.
 
     seeds -> Reshuffle -> SynthesizeTasks -> VerifyTasks -> Generate (rollout | blueprint)
-          -> VerifyOutcome -> ToDatasetRecords (split) -> WriteDataset
+          -> VerifyOutcome -> ... -> ToDatasetRecords -> WriteOutputs (leakage-guarded splits,
+          canonical data/ and views/<name>/ shards)
     every stage's rejected/dead-letter outputs -> WriteRejected / WriteDeadLetters
 
 The driver then reads the outputs back, checks the accounting identity
@@ -22,11 +23,14 @@ import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from trajforge.pipelines import io, stages
+from trajforge.pipelines import io, shards, splits, stages
+from trajforge.pipelines.card import dataset_card
 from trajforge.pipelines.config import BuildConfig, FailureConfig
 from trajforge.pipelines.preflight import LOCAL_RUNNERS
+from trajforge.pipelines.report import write_report
 from trajforge.pipelines.resources import StageResources
 from trajforge.pipelines.transforms.dedup import Dedup
+from trajforge.pipelines.transforms.outputs import WriteOutputs
 from trajforge.pipelines.transforms.routing import (
     DEAD,
     FILTER_COUNTER_PREFIX,
@@ -79,40 +83,6 @@ class BuildResult:
     manifest: dict[str, Any]
 
 
-class WriteDataset(beam.PTransform):
-    """DatasetRecords -> data/<split>-SSSSS-of-NNNNN.parquet (Hugging Face layout)."""
-
-    def __init__(self, run_dir: str, num_shards: int):
-        super().__init__()
-        self.run_dir = run_dir
-        self.num_shards = num_shards
-
-    def expand(self, records):
-        schema = io.dataset_arrow_schema()
-        by_split = records | "PartitionBySplit" >> beam.Partition(
-            lambda r, n: io.SPLITS.index(r.split), len(io.SPLITS)
-        )
-        for split, pcoll in zip(io.SPLITS, by_split, strict=True):
-            shards = self.num_shards if split == "train" else 1
-            (
-                pcoll
-                | f"{split}ToRows" >> beam.Map(io.dataset_row)
-                | f"Write{split.title()}"
-                >> beam.io.WriteToParquet(
-                    io.join(self.run_dir, io.DATA_DIR, split),
-                    schema=schema,
-                    file_name_suffix=".parquet",
-                    num_shards=shards,
-                    shard_name_template="-SSSSS-of-NNNNN",
-                    # One row per batch and one buffered row group keep shards balanced
-                    # (a batch is the unit that gets a shard).
-                    record_batch_size=1,
-                    row_group_buffer_size=1,
-                )
-            )
-        return records
-
-
 class WriteJsonl(beam.PTransform):
     """Records -> <run_dir>/<sub>/<sub>-SSSSS-of-NNNNN.jsonl, one canonical JSON per line."""
 
@@ -153,6 +123,9 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, run_dir: str) -> None:
         seeds, "SynthesizeTasks", SyncStageFn("synthesize", plain, stages.synthesize_task)
     )
     tasks = stage(tasks, "VerifyTasks", SyncStageFn("verify_task", plain, stages.verify_task))
+    # Generation is the expensive step: rebalance its input across workers, and let the cheap
+    # preparation stage run (and report progress) before any model loads.
+    tasks = tasks | "ReshuffleTasks" >> beam.Reshuffle()
     if quality.shortcut.no_tool_baseline:
         tasks = stage(
             tasks,
@@ -177,7 +150,7 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, run_dir: str) -> None:
     routed.append(deduped)
     kept = deduped[KEPT]
     records = stage(kept, "ToDatasetRecords", SyncStageFn("split", plain, stages.to_dataset_record))
-    records | "WriteDataset" >> WriteDataset(run_dir, config.output.num_shards)
+    records | "WriteOutputs" >> WriteOutputs(run_dir, config)
     (
         kept
         | "GatherKept" >> beam.combiners.ToList()
@@ -334,24 +307,31 @@ def run_build(config: BuildConfig, run_dir: str, beam_args: list[str]) -> BuildR
     else:
         poll_remote(result)
     counters = stage_counters(result)
-    io.drop_empty_splits(run_dir)
+    shards.ensure_loadable(run_dir, [shards.CANONICAL, *config.output.views])
     outputs = io.count_outputs(run_dir)
     manifest = make_manifest(config, counters, outputs, time.monotonic() - started, runner)
-    diversity_path = io.join(run_dir, io.DIVERSITY_FILE)
-    if io.FileSystems.exists(diversity_path):
-        manifest["diversity"] = json.loads(io.read_text(diversity_path))
+    for key, name in (("diversity", io.DIVERSITY_FILE), ("splits", io.SPLITS_FILE)):
+        path = io.join(run_dir, name)
+        if io.FileSystems.exists(path):
+            manifest[key] = json.loads(io.read_text(path))
+    manifest.setdefault("splits", {})["gap"] = splits.gap_table(io.split_metrics(run_dir))
     failure = None
     if not manifest["accounting"]["holds"]:
         failure = (
             f"accounting identity failed: inputs={manifest['inputs']} but kept+rejected+"
             f"dead_lettered={outputs['kept']}+{outputs['rejected']}+{outputs['dead_lettered']}"
         )
+    leakage = manifest["splits"].get("leakage", {})
+    if not failure and leakage.get("total", 0):
+        failure = f"split leakage: {leakage}"
     failure = failure or failure_reason(outputs, config.num_tasks, config.failure)
     manifest["status"] = "failed" if failure else "succeeded"
     manifest["failure"] = failure
     io.write_text(io.join(run_dir, "manifest.json"), json.dumps(manifest, indent=2, sort_keys=True))
+    # The card and the report are written for a failed build too: they show what happened.
+    io.write_text(io.join(run_dir, "README.md"), str(dataset_card(run_dir, manifest)))
+    write_report(run_dir)
     if failure:
         raise BuildFailed(failure, manifest)
-    io.write_text(io.join(run_dir, "README.md"), io.dataset_card(config.name, manifest))
     io.write_text(io.join(run_dir, io.SUCCESS_MARKER), manifest["finished_at"] + "\n")
     return BuildResult(run_dir=run_dir, manifest=manifest)

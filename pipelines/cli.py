@@ -72,7 +72,33 @@ def _parser() -> argparse.ArgumentParser:
     calib.add_argument("--run", required=True, help="a finished run directory")
     calib.add_argument("--limit", type=int, default=None, help="judge at most this many")
     finetune_cli.add_parsers(sub)
+    _add_product_commands(sub)
     return parser
+
+
+def _add_product_commands(sub) -> None:
+    """show / report / publish: looking at a finished run and pushing it to the Hub."""
+    show = sub.add_parser("show", help="print trajectories of a run readably")
+    show.add_argument("run_dir", help="a finished run directory")
+    show.add_argument("--split", choices=io.SPLITS, default=None, help="only this split")
+    show.add_argument("--n", type=int, default=3, help="how many trajectories (default 3)")
+    show.add_argument(
+        "--rejected",
+        nargs="?",
+        const="*",
+        default=None,
+        metavar="REASON",
+        help="show rejected trajectories instead (of one typed reason, or all)",
+    )
+    report = sub.add_parser("report", help="write the run's self-contained HTML report")
+    report.add_argument("run_dir", help="a finished run directory")
+    publish = sub.add_parser("publish", help="push a run to a Hugging Face dataset repo")
+    publish.add_argument("run_dir", help="a finished run directory")
+    publish.add_argument("--repo-id", required=True, help="ORG/NAME of the dataset repo")
+    publish.add_argument("--private", action="store_true", help="create the repo private")
+    publish.add_argument(
+        "--dry-run", action="store_true", help="list what would be uploaded, upload nothing"
+    )
 
 
 def with_default_runner(beam_args: list[str]) -> list[str]:
@@ -154,7 +180,8 @@ def cmd_build(args: argparse.Namespace, beam_args: list[str]) -> int:
     print(
         f"\nDataset written to {output}/data ({train} train rows); manifest: {output}/manifest.json"
     )
-    print(f'Load it with: datasets.load_dataset("parquet", data_dir="{output}/data")')
+    print(f'Load it with: datasets.load_dataset("{output}")  # the messages view; see README.md')
+    print(f"Report: {output}/report.html; look at rows with: trajforge show {output}")
     return 0
 
 
@@ -176,6 +203,57 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _finished(run_dir: str) -> str:
+    run = run_dir.rstrip("/")
+    if not io.FileSystems.exists(io.join(run, io.SUCCESS_MARKER)):
+        raise UsageError(f"{run} is not a finished run directory (no {io.SUCCESS_MARKER})")
+    return run
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from trajforge.pipelines.show import show
+
+    if args.n < 1:
+        raise UsageError(f"--n must be at least 1, got {args.n}")
+    reason = None if args.rejected in (None, "*") else args.rejected
+    text = show(
+        _finished(args.run_dir),
+        split=args.split,
+        n=args.n,
+        reason=reason,
+        rejected_only=args.rejected is not None,
+        colour=sys.stdout.isatty(),
+    )
+    print(text)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from trajforge.pipelines.report import write_report
+
+    print(f"Report written to {write_report(_finished(args.run_dir))}")
+    return 0
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    from trajforge.pipelines.publish import PublishError, files_to_upload, publish
+
+    run = _finished(args.run_dir)
+    try:
+        if args.dry_run:
+            files = files_to_upload(run)
+            print(f"Would upload {len(files)} files to datasets/{args.repo_id}:")
+            print("\n".join(f"  {f}" for f in files))
+            return 0
+        print(f"Published: {publish(run, args.repo_id, args.private)}")
+    except PublishError as err:
+        raise UsageError(str(err)) from err
+    return 0
+
+
+COMMANDS = {"show": cmd_show, "report": cmd_report, "publish": cmd_publish}
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     args, beam_args = _parser().parse_known_args(argv)
@@ -186,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_calibrate(args)
         if args.command in ("finetune", "eval"):
             return finetune_cli.run(args)
+        if args.command in COMMANDS:
+            return COMMANDS[args.command](args)
     except (ConfigError, UsageError, PreflightError, RunDirError, *finetune_cli.ERRORS) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

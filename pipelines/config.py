@@ -50,23 +50,56 @@ class ConcurrencyConfig(_Config):
 
 
 class SplitConfig(_Config):
-    """Fractions per split; tasks of one persona never straddle splits (leakage guard)."""
+    """Fractions per split, assigned by cluster (see pipelines/splits.py): trajectories sharing a
+    task, a key kind in `group_by` or a value of a `shared_entities` argument, and near-duplicates
+    (MinHash estimate >= `near_dup_threshold`), always land in the same split. `seed` freezes the
+    golden split: later builds with the same seed keep the same clusters in golden."""
 
     train: float = Field(default=0.9, ge=0, le=1)
     validation: float = Field(default=0.0, ge=0, le=1)
-    test: float = Field(default=0.1, ge=0, le=1)
+    golden: float = Field(default=0.1, ge=0, le=1)
+    seed: int = 0
+    group_by: tuple[Literal["template", "persona"], ...] = ("template",)
+    shared_entities: tuple[str, ...] = ()  # gold-action argument names, e.g. [user_id]
+    near_dup_threshold: float | None = Field(default=0.7, gt=0, le=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_test(cls, data):
+        if isinstance(data, dict) and "test" in data:
+            raise ValueError("`test` was renamed `golden` (the frozen evaluation split); rename it")
+        return data
 
     @model_validator(mode="after")
     def _sums_to_one(self) -> SplitConfig:
-        total = self.train + self.validation + self.test
+        total = self.train + self.validation + self.golden
         if abs(total - 1.0) > 1e-6:
             raise ValueError(f"split fractions must sum to 1.0, got {total:g}")
         return self
 
 
+class CardConfig(_Config):
+    """Hub metadata of the dataset card (the rest comes from the build)."""
+
+    license: str = "apache-2.0"
+    language: tuple[str, ...] = ("en",)
+    pretty_name: str | None = None  # defaults to the build's name
+
+
 class OutputConfig(_Config):
-    num_shards: int = Field(default=1, ge=1, le=4096)
+    """What is written. `num_shards` fixes the train split's shard count of every output;
+    unset, each output split gets one shard per `shard_mb` MB (at least one)."""
+
+    num_shards: int | None = Field(default=None, ge=1, le=4096)
+    shard_mb: int = Field(default=256, ge=1, le=4096)
+    views: tuple[Literal["messages", "step_prefix", "steps", "sharegpt"], ...] = (
+        "messages",
+        "step_prefix",
+        "steps",
+        "sharegpt",
+    )
     splits: SplitConfig = SplitConfig()
+    card: CardConfig = CardConfig()
 
 
 class CacheConfig(_Config):

@@ -17,7 +17,10 @@ from apache_beam.io.filesystems import FileSystems
 
 from trajforge.schemas import DatasetRecord
 
-SPLITS = ("train", "validation", "test")
+SPLITS = ("train", "validation", "golden")
+VIEWS_DIR = "views"
+SPLITS_FILE = "splits.json"
+REPORT_FILE = "report.html"
 SUCCESS_MARKER = "_SUCCESS"
 DATA_DIR, REJECTED_DIR, DEAD_LETTER_DIR = "data", "rejected", "dead_letter"
 DIVERSITY_FILE = "diversity.json"
@@ -109,16 +112,17 @@ def jsonl_records(run_dir: str, sub: str) -> Iterator[dict[str, Any]]:
                 yield json.loads(line)
 
 
-def drop_empty_splits(run_dir: str) -> list[str]:
-    """Delete the shards of splits that got no rows (fixed sharding writes empty files), so
-    `load_dataset` does not fail on a split with no data. Returns the splits dropped."""
-    dropped = []
+def split_metrics(run_dir: str) -> list[dict[str, Any]]:
+    """split, turns, tool calls and judge scores of every kept row (the gap table's input)."""
+    rows = []
+    columns = ["split", "num_turns", "num_tool_calls", "judge_scores_json"]
     for split in SPLITS:
-        files = split_files(run_dir, split)
-        if files and sum(parquet_rows(p) for p in files) == 0:
-            FileSystems.delete(files)
-            dropped.append(split)
-    return dropped
+        for path in split_files(run_dir, split):
+            with FileSystems.open(path) as f:
+                for r in pq.read_table(f, columns=columns).to_pylist():
+                    r["judge_scores"] = json.loads(r.pop("judge_scores_json"))
+                    rows.append(r)
+    return rows
 
 
 def count_outputs(run_dir: str) -> dict[str, Any]:
@@ -147,43 +151,3 @@ def count_outputs(run_dir: str) -> dict[str, Any]:
         "rejected_by_stage": rejected,
         "dead_letter_by_stage": dead,
     }
-
-
-def _domains(config: dict[str, Any]) -> list[str]:
-    """The domains a dumped build config draws from (`domain`, or the keys of `domains`)."""
-    return [config["domain"]] if config.get("domain") else sorted(config.get("domains") or {})
-
-
-def dataset_card(name: str, manifest: dict[str, Any]) -> str:
-    """A Hugging Face dataset card with `configs:` so `load_dataset(run_dir)` finds the splits."""
-    splits = [s for s in SPLITS if s in manifest["outputs"]["splits"]]
-    data_files = "\n".join(f"      - split: {s}\n        path: data/{s}-*.parquet" for s in splits)
-    counts = "\n".join(f"| {s} | {manifest['outputs']['splits'][s]['rows']} |" for s in splits)
-    return f"""---
-configs:
-  - config_name: default
-    data_files:
-{data_files}
-tags:
-  - trajforge
-  - tool-use
-  - agents
----
-
-# {name}
-
-Tool-use agent trajectories built by trajforge (domains `{", ".join(_domains(manifest["config"]))}`, mode
-`{manifest["config"]["mode"]}`). Every kept row passed the programmatic outcome verifier: its
-tool calls replay to the gold final-state hash and it communicated the expected outputs.
-
-| split | rows |
-|---|---|
-{counts}
-
-Rejected: {manifest["outputs"]["rejected"]}, dead-lettered: {manifest["outputs"]["dead_lettered"]}
-(see `rejected/` and `dead_letter/`). Config hash `{manifest["config_hash"]}`; models:
-{json.dumps(manifest["models"])}.
-
-Columns: `messages_json` (OpenAI chat format), `tools_json` (OpenAI tools list),
-`trajectory_json` (the full trajforge Trajectory record), plus task/persona metadata.
-"""

@@ -1,4 +1,5 @@
-"""Live progress for local builds: kept / rejected / failed counts and LLM calls per second.
+"""Live progress for local builds: per-stage counts (synthesized, verified, generated,
+outcome-ok, kept), rejected / failed, LLM calls/s and tokens/s.
 
 Beam's local runners only report metrics when the pipeline ends, and worker processes (with
 `--direct_running_mode=multi_processing`) share no memory with the driver. So each worker
@@ -11,11 +12,14 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import time
 from collections import Counter
 from collections.abc import Mapping
+from typing import TextIO
 
+from pydantic import BaseModel, ConfigDict
 from tqdm import tqdm
 
 PROGRESS_DIR = "_progress"
@@ -77,6 +81,70 @@ def clear_progress(run_dir: str) -> None:
             del ProgressTally._instances[key]
 
 
+PREPARATION_STAGES = ("synthesize", "verify_task")
+GENERATION_STAGES = (*PREPARATION_STAGES, "baseline", "blueprint", "rollout")
+
+
+class StageProgress(BaseModel):
+    """Per-stage counts of a running build, from the summed stage counters."""
+
+    model_config = ConfigDict(frozen=True)
+
+    synthesized: int = 0
+    verified: int = 0
+    generated: int = 0
+    outcome_ok: int = 0
+    kept: int = 0
+    rejected: int = 0
+    failed: int = 0
+    llm_calls: int = 0
+    tokens: int = 0
+    prepared: int = 0  # inputs past task verification (verified, or dropped before)
+    done: int = 0  # inputs past generation (generated, or dropped before or during it)
+
+    def fraction(self, total: int) -> float:
+        """Half for preparing tasks (fast, moves from the first seconds), half for generating."""
+        return (self.prepared + self.done) / max(2 * total, 1)
+
+    @classmethod
+    def of(cls, counters: Mapping[str, int]) -> StageProgress:
+        def dropped(stage: str) -> int:
+            return sum(
+                v
+                for k, v in counters.items()
+                if k.startswith(f"{stage}.rejected.") or k == f"{stage}.dead_letter"
+            )
+
+        generated = counters.get("blueprint.kept", 0) + counters.get("rollout.kept", 0)
+        kept, rejected, failed, calls = disposition(counters)
+        return cls(
+            synthesized=counters.get("synthesize.kept", 0),
+            verified=counters.get("verify_task.kept", 0),
+            generated=generated,
+            outcome_ok=counters.get("outcome.kept", 0),
+            kept=kept,
+            rejected=rejected,
+            failed=failed,
+            llm_calls=calls,
+            tokens=counters.get("tokens.prompt_tokens", 0)
+            + counters.get("tokens.completion_tokens", 0),
+            prepared=counters.get("verify_task.kept", 0)
+            + sum(dropped(s) for s in PREPARATION_STAGES),
+            done=generated + sum(dropped(s) for s in GENERATION_STAGES),
+        )
+
+    def stages_text(self) -> str:
+        return (
+            f"synthesized {self.synthesized} verified {self.verified} generated {self.generated} "
+            f"outcome-ok {self.outcome_ok} kept {self.kept} | rejected {self.rejected} "
+            f"failed {self.failed}"
+        )
+
+    def rates_text(self, elapsed: float) -> str:
+        elapsed = max(elapsed, 1e-9)
+        return f"{self.llm_calls / elapsed:.1f} calls/s {self.tokens / elapsed:.0f} tok/s"
+
+
 def disposition(counters: Mapping[str, int]) -> tuple[int, int, int, int]:
     """(kept, rejected, failed, LLM calls) from stage counters named `<stage>.kept`,
     `<stage>.rejected.<reason>`, `<stage>.dead_letter` and `tokens.llm_calls` (per-filter
@@ -107,18 +175,37 @@ def read_totals(run_dir: str) -> Counter[str]:
 
 
 class ProgressReporter:
-    """Context manager: a tqdm bar over the build's inputs while the pipeline runs."""
+    """Context manager: live per-stage progress while the pipeline runs.
 
-    def __init__(self, run_dir: str, total: int, enabled: bool = True):
+    On a terminal, a tqdm bar (half for tasks prepared, half for tasks past generation, so it
+    moves from the first seconds, long before anything is kept) with per-stage counts and
+    rates.
+    Otherwise (a log file, CI), one plain line every `plain_every_s` seconds when something
+    changed: a quickstart log stays a few KB instead of a frame every half second.
+    """
+
+    def __init__(
+        self,
+        run_dir: str,
+        total: int,
+        enabled: bool = True,
+        plain: bool | None = None,
+        plain_every_s: float = 20.0,
+        stream: TextIO | None = None,
+    ):
         self.run_dir = run_dir
         self.total = total
         self.enabled = enabled
+        self.plain = (not sys.stdout.isatty()) if plain is None else plain
+        self.plain_every_s = plain_every_s
+        self.stream = stream
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> ProgressReporter:
         if self.enabled:
-            self._thread = threading.Thread(target=self._loop, daemon=True)
+            target = self._plain_loop if self.plain else self._bar_loop
+            self._thread = threading.Thread(target=target, daemon=True)
             self._thread.start()
         return self
 
@@ -130,16 +217,44 @@ class ProgressReporter:
 
         shutil.rmtree(os.path.join(self.run_dir, PROGRESS_DIR), ignore_errors=True)
 
-    def _loop(self) -> None:
+    def line(self, progress: StageProgress, elapsed: float) -> str:
+        return (
+            f"[{elapsed:5.0f}s] {progress.fraction(self.total):4.0%} of {self.total} tasks: "
+            f"{progress.stages_text()} | {progress.rates_text(elapsed)}"
+        )
+
+    def _plain_loop(self) -> None:
+        out = self.stream or sys.stdout
         started = time.monotonic()
-        with tqdm(total=self.total, desc="build", unit="task", dynamic_ncols=True) as bar:
+        last_text, last_at = None, -self.plain_every_s
+        print(f"[    0s] building {self.total} tasks", file=out, flush=True)
+        while True:
+            stopping = self._stop.wait(0.5)
+            now = time.monotonic()
+            progress = StageProgress.of(read_totals(self.run_dir))
+            text = progress.stages_text()
+            if (stopping or now - last_at >= self.plain_every_s) and text != last_text:
+                print(self.line(progress, now - started), file=out, flush=True)
+                last_text, last_at = text, now
+            if stopping:
+                return
+
+    def _bar_loop(self) -> None:
+        started = time.monotonic()
+        with tqdm(
+            total=2 * self.total,
+            desc=f"build {self.total} tasks",
+            dynamic_ncols=True,
+            file=self.stream or sys.stderr,
+            bar_format="{l_bar}{bar}| [{elapsed}] {postfix}",
+        ) as bar:
             while True:
                 stopping = self._stop.wait(0.5)
-                kept, rejected, failed, calls = disposition(read_totals(self.run_dir))
-                elapsed = max(time.monotonic() - started, 1e-9)
-                bar.n = kept + rejected + failed
-                bar.set_postfix(
-                    kept=kept, rejected=rejected, failed=failed, calls_s=f"{calls / elapsed:.1f}"
+                progress = StageProgress.of(read_totals(self.run_dir))
+                elapsed = time.monotonic() - started
+                bar.n = progress.prepared + progress.done
+                bar.set_postfix_str(
+                    f"{progress.stages_text()} | {progress.rates_text(elapsed)}", refresh=False
                 )
                 bar.refresh()
                 if stopping:

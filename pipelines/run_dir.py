@@ -28,9 +28,12 @@ CACHE_DIR = "cache"
 #: Everything a build writes at the top of its run directory (besides beam-temp-* folders).
 OWNED = (
     io.DATA_DIR,
+    io.VIEWS_DIR,
     io.REJECTED_DIR,
     io.DEAD_LETTER_DIR,
     io.DIVERSITY_FILE,
+    io.SPLITS_FILE,
+    io.REPORT_FILE,
     io.SUCCESS_MARKER,
     "config.json",
     "manifest.json",
@@ -42,9 +45,12 @@ OWNED = (
 #: What `--resume` clears: the partial outputs of the interrupted run (cache and config stay).
 PARTIAL_OUTPUTS = (
     io.DATA_DIR,
+    io.VIEWS_DIR,
     io.REJECTED_DIR,
     io.DEAD_LETTER_DIR,
     io.DIVERSITY_FILE,
+    io.SPLITS_FILE,
+    io.REPORT_FILE,
     io.SUCCESS_MARKER,
     "manifest.json",
 )

@@ -13,7 +13,6 @@ from trajforge.schemas import (
     DatasetRecord,
     Provenance,
     Rejected,
-    Split,
     Task,
     Trajectory,
     derive_seed,
@@ -125,30 +124,21 @@ def verify_outcome(res: StageResources, trajectory: Trajectory) -> Trajectory:
     return gate(res, res.gates.outcome, trajectory.model_copy(update={"outcome": outcome}))
 
 
-def split_of(persona_id: str, fractions: dict[str, float]) -> Split:
-    """Deterministic split by persona: one persona's tasks never straddle splits (no leakage)."""
-    bucket = derive_seed(persona_id, "split") % 10_000 / 10_000
-    edge = 0.0
-    for name in ("train", "validation", "test"):
-        edge += fractions[name]
-        if bucket < edge:
-            return name  # type: ignore[return-value]
-    return "train"
-
-
 def to_dataset_record(res: StageResources, trajectory: Trajectory) -> DatasetRecord:
-    """The exported row: OpenAI-format messages and tools, plus what filtering needs."""
+    """The exported row: OpenAI-format messages and tools, plus what filtering needs. The split
+    is assigned later, per leakage cluster, from `split_keys` (pipelines/splits.py)."""
+    from trajforge.pipelines.splits import record_keys, template_id
     from trajforge.schemas.sanitize import find_control_token
 
     task = trajectory.task
     leaked = find_control_token(trajectory.to_json())
     if leaked is not None:  # the schema boundary should make this impossible: never export it
         raise Rejected("control_token", f"control token {leaked!r} in the trajectory")
-    split = split_of(task.persona.id, res.config.output.splits.model_dump())
+    splits = res.config.output.splits
     judge_scores = {f"{j.judge}/{a.axis}": a.score for j in trajectory.judgements for a in j.axes}
     return DatasetRecord(
         id=trajectory.id,
-        split=split,
+        split="train",
         domain=task.domain,
         task_id=task.id,
         task_types=tuple(task.intent.task_types),
@@ -167,6 +157,8 @@ def to_dataset_record(res: StageResources, trajectory: Trajectory) -> DatasetRec
         final_state_hash=trajectory.final_state_hash,
         judge_scores_json=json.dumps(judge_scores, sort_keys=True),
         trajectory_json=trajectory.to_json(),
+        template_id=template_id(trajectory),
+        split_keys=record_keys(trajectory, splits.group_by, splits.shared_entities),
     )
 
 

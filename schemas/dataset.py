@@ -6,13 +6,13 @@ from typing import Literal
 
 from trajforge.schemas.base import SCHEMA_VERSION, Record
 
-Split = Literal["train", "validation", "test"]
+Split = Literal["train", "validation", "golden"]
 
 
 class DatasetRecord(Record):
     id: str
     schema_version: int = SCHEMA_VERSION
-    split: Split
+    split: Split  # "train" until the split stage assigns the record's cluster a split
     domain: str
     task_id: str
     task_types: tuple[str, ...]
@@ -28,3 +28,6 @@ class DatasetRecord(Record):
     final_state_hash: str
     judge_scores_json: str = "{}"
     trajectory_json: str  # the full Trajectory record, for lossless round trips
+    template_id: str = ""  # domain/task types/complexity: the task's template
+    split_keys: tuple[str, ...] = ()  # cluster keys that must not straddle splits
+    cluster_id: str = ""  # the leakage cluster the split was assigned by

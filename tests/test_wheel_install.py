@@ -44,7 +44,7 @@ SMALL_BUILD = textwrap.dedent(
       agent: {kind: local}
     sampling: {temperature: 0.0, max_tokens: 40}
     blueprint: {verbalise: user, max_retries: 0}
-    output: {splits: {train: 1.0, validation: 0.0, test: 0.0}}
+    output: {splits: {train: 1.0, validation: 0.0, golden: 0.0}}
     """
 )
 

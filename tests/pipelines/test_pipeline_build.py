@@ -19,7 +19,7 @@ roles:
 concurrency: {max_in_flight: 8}
 output:
   num_shards: 2
-  splits: {train: 0.75, validation: 0.0, test: 0.25}
+  splits: {train: 0.75, validation: 0.0, golden: 0.25}
 """
 
 
@@ -55,7 +55,9 @@ def check_run(out):
         == 12
     )
     assert (out / "_SUCCESS").exists()
-    assert (out / "README.md").read_text().startswith("---\nconfigs:")
+    assert (out / "README.md").read_text().startswith("---\n")
+    assert manifest["splits"]["leakage"]["total"] == 0
+    assert (out / "report.html").exists()
     return manifest
 
 
@@ -71,10 +73,11 @@ def test_scripted_build_layout_manifest_and_accounting(tmp_path, config_path, ca
     messages = json.loads(row["messages_json"])
     assert messages[0]["role"] == "system"
     assert any(m.get("tool_calls") for m in messages)
-    # Splits are by persona: no persona appears in two splits.
-    personas = {s: set(ds[s]["persona_id"]) for s in ds}
-    if "test" in personas:
-        assert not personas["train"] & personas["test"]
+    # Splits are by leakage cluster: no task or template appears in two splits.
+    for column in ("task_id", "template_id"):
+        seen = {s: set(ds[s][column]) for s in ds}
+        if "golden" in seen:
+            assert not seen["train"] & seen["golden"]
 
     # Rerunning into the same directory is refused; --resume rebuilds to the same result.
     assert build(config_path, out) == 2

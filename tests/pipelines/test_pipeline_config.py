@@ -23,7 +23,7 @@ def write(tmp_path, text):
 
 def test_good_config_loads_with_defaults(tmp_path):
     cfg = load_config(write(tmp_path, GOOD))
-    assert cfg.domain == "retail" and cfg.output.num_shards == 1
+    assert cfg.domain == "retail" and cfg.output.num_shards is None  # sized by bytes
     assert cfg.config_hash() == load_config(write(tmp_path, GOOD)).config_hash()
 
 
@@ -39,7 +39,8 @@ def test_good_config_loads_with_defaults(tmp_path):
         (GOOD.replace("domain: retail", "domains: {}"), "domains is empty"),
         (GOOD.replace("domain: retail", "domain: airline"), "unknown domain 'airline'"),
         (GOOD.replace("responder: echo", "responder: nope"), "responder"),
-        (GOOD + "output: {splits: {train: 0.5, test: 0.1}}\n", "sum to 1.0"),
+        (GOOD + "output: {splits: {train: 0.5, golden: 0.1}}\n", "sum to 1.0"),
+        (GOOD + "output: {splits: {train: 0.9, test: 0.1}}\n", "renamed `golden`"),
         ("- just\n- a list\n", "must be a YAML mapping"),
     ],
 )

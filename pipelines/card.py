@@ -1,0 +1,239 @@
+"""The dataset card (README.md) from huggingface_hub's card classes, from what the build wrote.
+
+The YAML lists one Hub config per output actually on disk (the `messages` view is the default
+when it was written: `load_dataset(repo)` then gives trainer-ready rows), each with its splits'
+files, so the card always matches the files, for an empty build too (which has one empty train
+shard per output). The body is rebuilt from the manifest, never from the config alone: it names
+only judges that ran and filters that counted something.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pyarrow.parquet as pq
+from huggingface_hub import DatasetCard, DatasetCardData
+
+from trajforge.pipelines import io, shards, views
+
+TEMPLATE = "---\n{{ card_data }}\n---\n\n{{ body }}\n"
+COMMON_MAX_LENGTHS = (1024, 2048)
+SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"))
+COLUMN_DOCS = {
+    "messages": "chat turns (role, content, tool_calls with `arguments` as objects, "
+    "tool_call_id); simulator control tokens removed",
+    "tools": "OpenAI-style tool list; `parameters` is the JSON schema object",
+    "num_tokens": f"estimated tokens of messages+tools (characters / {views.CHARS_PER_TOKEN:g})",
+    "prompt": "context the model saw before this assistant turn",
+    "completion": "the assistant turn (text and/or tool calls)",
+    "arguments": "tool-call arguments object",
+    "state_diff": "changed world-state leaves (path, before, after)",
+    "conversations": "ShareGPT turns: human, gpt, function_call, observation",
+    "trajectory_json": "the full trajforge Trajectory record (lossless)",
+    "messages_json": "OpenAI wire format (arguments as JSON strings)",
+    "split_keys": "leakage-cluster keys (task, template, entities)",
+}
+
+
+def outputs_on_disk(run_dir: str) -> dict[str, dict[str, list[str]]]:
+    """output -> split -> shard paths relative to the run directory."""
+    found = {}
+    for output in (shards.CANONICAL, *views.VIEW_NAMES):
+        files = shards.output_files(run_dir, output)
+        if files:
+            prefix = run_dir.rstrip("/") + "/"
+            found[output] = {s: [p.removeprefix(prefix) for p in f] for s, f in files.items()}
+    return found
+
+
+def hub_configs(on_disk: dict[str, dict[str, list[str]]]) -> list[dict[str, Any]]:
+    default = "messages" if "messages" in on_disk else shards.CANONICAL
+    configs = []
+    for output, by_split in on_disk.items():
+        cfg: dict[str, Any] = {
+            "config_name": "default" if output == default else output,
+            "data_files": [
+                {"split": s, "path": f"{shards.output_dir(output)}/{s}-*.parquet"} for s in by_split
+            ],
+        }
+        if output == default:
+            cfg["default"] = True
+        configs.append(cfg)
+    return configs
+
+
+def size_category(rows: int) -> str:
+    for bound, name in SIZE_CATEGORIES:
+        if rows < bound:
+            return name
+    return "100K<n<1M" if rows < 1_000_000 else "1M<n<10M"
+
+
+def token_stats(run_dir: str, on_disk: dict[str, dict[str, list[str]]]) -> dict[str, Any] | None:
+    files = [f for fs in on_disk.get("messages", {}).values() for f in fs]
+    tokens = [
+        n
+        for f in files
+        for n in pq.read_table(io.join(run_dir, f)).column("num_tokens").to_pylist()
+    ]
+    if not tokens:
+        return None
+    over = {str(m): sum(t > m for t in tokens) for m in COMMON_MAX_LENGTHS}
+    return {
+        "rows": len(tokens),
+        "max": max(tokens),
+        "mean": sum(tokens) / len(tokens),
+        "over": over,
+    }
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join("" if v is None else str(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _schema_section(run_dir: str, on_disk: dict[str, dict[str, list[str]]]) -> str:
+    parts = []
+    for output, by_split in on_disk.items():
+        first = next(iter(by_split.values()))[0]
+        schema = pq.read_schema(io.join(run_dir, first))
+        rows = [[f"`{f.name}`", f"`{f.type}`"[:60], COLUMN_DOCS.get(f.name, "")] for f in schema]
+        parts.append(
+            f"### `{output}` ({shards.output_dir(output)}/)\n\n"
+            + _table(["column", "type", "meaning"], rows)
+        )
+    return "\n\n".join(parts)
+
+
+def _usage(name: str) -> str:
+    return f"""```python
+from datasets import load_dataset
+from trl import SFTConfig, SFTTrainer
+
+ds = load_dataset("{name}")  # the `messages` view: messages + tools, arguments as objects
+text = tokenizer.apply_chat_template(ds["train"][0]["messages"], tools=ds["train"][0]["tools"], tokenize=False)
+trainer = SFTTrainer(model=model, train_dataset=ds["train"], args=SFTConfig(max_length=8192))
+steps = load_dataset("{name}", "steps")  # also: "step_prefix", "sharegpt", "data" (canonical)
+```"""
+
+
+EMPTY_NOTE = (
+    "**This build kept no rows.** Every output has one empty `train` shard carrying its "
+    "schema: `load_dataset(path, streaming=True)` and pyarrow read zero rows; non-streaming "
+    "`load_dataset` refuses a split without rows (datasets raises 'corresponds to no data'). "
+    "See Filters for why every input was rejected."
+)
+
+
+def _body(manifest: dict[str, Any], run_dir: str, on_disk: dict, tokens: dict | None) -> str:
+    cfg, out = manifest["config"], manifest["outputs"]
+    split_rows = [[s, v["rows"], len(v["shards"])] for s, v in out["splits"].items()]
+    filters = [
+        [stage, reason, n]
+        for stage, reasons in sorted(out["rejected_by_stage"].items())
+        for reason, n in sorted(reasons.items())
+    ]
+    judges = (
+        "an LLM judge (" + manifest["models"]["judge"]["model"] + ")"
+        if cfg["quality"]["judge"]["enabled"]
+        else "no LLM judge (disabled)"
+    )
+    sections = [
+        f"# {cfg['name']}",
+        f"Tool-use agent trajectories built by trajforge: {_domains_text(cfg)}, mode "
+        f"`{cfg['mode']}`. Every kept row passed the programmatic outcome verifier (its tool "
+        f"calls replay to the gold final-state hash and it communicated the expected outputs), "
+        f"the shortcut filters and dedup; it was scored by {judges}.",
+        EMPTY_NOTE if out["kept"] == 0 else "",
+        "## Splits\n\n"
+        + _table(["split", "rows", "shards"], split_rows)
+        + "\n\nSplits are assigned by leakage cluster (task, template, configured shared "
+        "entities, near-duplicates); `golden` is frozen by the split seed "
+        f"({cfg['output']['splits']['seed']}). Leakage report (must be all zero): "
+        f"`{json.dumps(manifest.get('splits', {}).get('leakage', {}), sort_keys=True)}`.",
+        "## Usage\n\n" + _usage(cfg["name"]),
+        "## Schema\n\n" + _schema_section(run_dir, on_disk),
+        "## Recipe\n\n"
+        + _table(
+            ["item", "value"],
+            [
+                ["config hash", f"`{manifest['config_hash']}`"],
+                ["models", f"`{json.dumps(manifest['models'], sort_keys=True)}`"],
+                ["seed", cfg["seed"]],
+                ["tasks", manifest["inputs"]],
+                ["versions", f"`{json.dumps(manifest['versions'], sort_keys=True)}`"],
+            ],
+        ),
+        "## Filters\n\n" + f"Inputs {manifest['inputs']}: kept {out['kept']}, rejected "
+        f"{out['rejected']}, dead-lettered {out['dead_lettered']}.\n\n"
+        + (
+            _table(["stage", "reason", "rejected"], filters) if filters else "Nothing was rejected."
+        ),
+        _diversity(manifest),
+        _gap(manifest),
+        _limitations(tokens),
+    ]
+    return "\n\n".join(s for s in sections if s)
+
+
+def _diversity(manifest: dict[str, Any]) -> str:
+    div = manifest.get("diversity")
+    if not div:
+        return "## Diversity and coverage\n\nNo kept rows, nothing to measure."
+    rows = [[k, json.dumps(v, sort_keys=True)[:120]] for k, v in sorted(div.items())]
+    return "## Diversity and coverage\n\n" + _table(["measure", "value"], rows)
+
+
+def _gap(manifest: dict[str, Any]) -> str:
+    gap = manifest.get("splits", {}).get("gap", [])
+    if not gap:
+        return ""
+    rows = [[g["criterion"], g["train_mean"], g["golden_mean"], g["gap"]] for g in gap]
+    return "## Train vs golden\n\n" + _table(
+        ["criterion", "train mean", "golden mean", "gap"], rows
+    )
+
+
+def _limitations(tokens: dict | None) -> str:
+    items = [
+        "Users are simulated by an LLM from a persona and a scenario; agents follow a gold plan "
+        "(blueprint) or a teacher model (rollout). Worlds, people and products are fictional.",
+        "Programmatic checks verify the final state and communicated values, not style.",
+    ]
+    if tokens:
+        for length, n in tokens["over"].items():
+            if n:
+                items.append(
+                    f"**Warning:** {n} of {tokens['rows']} rows exceed {length} tokens "
+                    f"(estimated; max {tokens['max']}): with a trainer's `max_length={length}` "
+                    "they are truncated, possibly before any assistant token. Raise `max_length`."
+                )
+    return "## Known limitations\n\n" + "\n".join(f"- {i}" for i in items)
+
+
+def dataset_card(run_dir: str, manifest: dict[str, Any]) -> DatasetCard:
+    on_disk = outputs_on_disk(run_dir)
+    cfg = manifest["config"]
+    card_cfg = cfg["output"]["card"]
+    data = DatasetCardData(
+        license=card_cfg["license"],
+        language=list(card_cfg["language"]),
+        pretty_name=card_cfg["pretty_name"] or cfg["name"],
+        size_categories=[size_category(manifest["outputs"]["kept"])],
+        task_categories=["text-generation"],
+        tags=["trajforge", "tool-use", "agents", "synthetic"],
+        configs=hub_configs(on_disk),
+    )
+    tokens = token_stats(run_dir, on_disk)
+    body = _body(manifest, run_dir, on_disk, tokens)
+    return DatasetCard.from_template(data, template_str=TEMPLATE, body=body)
+
+
+def _domains_text(cfg: dict) -> str:
+    r"""`domain \`retail\``, or the mix of a multi-domain build with its weights."""
+    if cfg.get("domain"):
+        return f"domain `{cfg['domain']}`"
+    mix = ", ".join(f"`{name}` ({weight:g})" for name, weight in sorted(cfg["domains"].items()))
+    return f"domains {mix}"

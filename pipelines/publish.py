@@ -1,0 +1,61 @@
+"""`trajforge publish`: push a finished run to a Hugging Face dataset repo in one commit.
+
+Uploaded: the card (README.md, whose YAML names every config's files), every Parquet shard the
+card's configs point at, and manifest.json (the recipe). Not uploaded: rejected/, dead_letter/,
+the HTML report, progress and cache files. The token comes from the environment (`HF_TOKEN`) only and is
+passed straight to the client: never printed, never written.
+"""
+
+from __future__ import annotations
+
+import os
+
+from huggingface_hub import CommitOperationAdd, HfApi
+
+from trajforge.pipelines import io
+from trajforge.pipelines.card import outputs_on_disk
+
+TOKEN_ENV = "HF_TOKEN"
+
+
+class PublishError(RuntimeError):
+    """The run cannot be published as asked; the message says what to do."""
+
+
+def files_to_upload(run_dir: str) -> list[str]:
+    """Paths relative to the run directory, in upload order (card first)."""
+    if not io.FileSystems.exists(io.join(run_dir, io.SUCCESS_MARKER)):
+        raise PublishError(
+            f"{run_dir} is not a finished run (no {io.SUCCESS_MARKER}); build it first"
+        )
+    shards = sorted(
+        f for by_split in outputs_on_disk(run_dir).values() for fs in by_split.values() for f in fs
+    )
+    return ["README.md", "manifest.json", *shards]
+
+
+def commit_operations(run_dir: str) -> list[CommitOperationAdd]:
+    """One CommitOperationAdd per file, path in repo = path in the run directory."""
+    return [
+        CommitOperationAdd(path_in_repo=f, path_or_fileobj=os.path.join(run_dir, f))
+        for f in files_to_upload(run_dir)
+    ]
+
+
+def publish(run_dir: str, repo_id: str, private: bool, api: HfApi | None = None) -> str:
+    """Create the dataset repo if needed and push every file in one commit; returns its URL."""
+    if "://" in run_dir:
+        raise PublishError("publish reads a local run directory; copy the run locally first")
+    token = os.environ.get(TOKEN_ENV)
+    if not token:
+        raise PublishError(f"set {TOKEN_ENV} in the environment to a Hugging Face write token")
+    api = api or HfApi(token=token)
+    operations = commit_operations(run_dir)
+    api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+    info = api.create_commit(
+        repo_id,
+        operations,
+        commit_message=f"trajforge: publish {os.path.basename(run_dir.rstrip('/'))}",
+        repo_type="dataset",
+    )
+    return info.commit_url

@@ -1,0 +1,216 @@
+"""`trajforge report`: one self-contained HTML file about a run (written by every build too).
+
+Plots are static SVG from matplotlib, inlined in the page: nothing is fetched at view time, no
+script runs, so the page opens offline and in any browser. Sections: rejection waterfall per
+stage and reason, turns and tool calls per trajectory, tool usage, judge score distributions,
+persona-trait and task-type coverage, diversity, tokens and cost, and a browsable sample of kept
+and rejected trajectories (collapsible transcripts).
+"""
+
+from __future__ import annotations
+
+import html
+import io as stdio
+import json
+from collections import Counter
+from typing import Any
+
+from trajforge.pipelines import io
+from trajforge.pipelines.browse import Sample, kept, kept_samples, rejected_samples
+
+REPORT_FILE = io.REPORT_FILE
+STAGE_ORDER = (
+    "synthesize",
+    "verify_task",
+    "baseline",
+    "rollout",
+    "blueprint",
+    "outcome",
+    "judge",
+    "shortcut",
+    "dedup",
+    "split",
+)
+MAX_TRAJECTORIES = 5000  # plots read at most this many kept rows
+SAMPLES = 20
+
+
+def _svg(fig) -> str:
+    import matplotlib.pyplot as plt
+
+    buf = stdio.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg") :]
+
+
+def _figure(width: float = 6.0, height: float = 3.0):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(figsize=(width, height))
+
+
+def waterfall(manifest: dict[str, Any]) -> str:
+    """Survivors after each stage, with what each stage rejected, per reason, stacked."""
+    counts = manifest["stage_counts"]
+    stages = [
+        s
+        for s in STAGE_ORDER
+        if f"{s}.kept" in counts or any(k.startswith(f"{s}.") for k in counts)
+    ]
+    fig, ax = _figure(7, 3.2)
+    labels = ["inputs", *stages]
+    survivors = [manifest["inputs"], *(counts.get(f"{s}.kept", 0) for s in stages)]
+    ax.bar(labels, survivors, color="#4c72b0", label="kept")
+    by_stage = manifest["outputs"]["rejected_by_stage"]
+    bottom = list(survivors)
+    for reason in sorted({r for v in by_stage.values() for r in v}):
+        heights = [0] + [by_stage.get(s, {}).get(reason, 0) for s in stages]
+        ax.bar(labels, heights, bottom=bottom, label=reason)
+        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+    ax.set_ylabel("trajectories")
+    ax.tick_params(axis="x", rotation=30)
+    ax.legend(fontsize=7, loc="upper right")
+    return _svg(fig)
+
+
+def histogram(values: list[float], title: str, xlabel: str, bins: int = 20) -> str:
+    fig, ax = _figure(4.2, 2.8)
+    if values:
+        ax.hist(values, bins=bins, color="#55a868")
+    else:
+        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("count")
+    return _svg(fig)
+
+
+def bars(counts: Counter, title: str) -> str:
+    fig, ax = _figure(5.5, max(2.0, 0.28 * len(counts) + 0.8))
+    items = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    if items:
+        ax.barh([k for k, _ in items][::-1], [v for _, v in items][::-1], color="#8172b3")
+    else:
+        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+    ax.set_title(title, fontsize=10)
+    ax.tick_params(axis="y", labelsize=8)
+    return _svg(fig)
+
+
+def collect(run_dir: str) -> dict[str, Any]:
+    """Per-trajectory numbers of (at most MAX_TRAJECTORIES) kept rows."""
+    turns, calls, tools, tasks, traits = [], [], Counter(), Counter(), Counter()
+    scores: dict[str, list[float]] = {}
+    for i, (_, t) in enumerate(kept(run_dir)):
+        if i >= MAX_TRAJECTORIES:
+            break
+        turns.append(sum(1 for m in t.messages if m.role == "user"))
+        calls.append(len(t.steps))
+        tools.update(s.call.name for s in t.steps)
+        tasks.update(t.task.intent.task_types)
+        for name, value in t.task.persona.traits.model_dump().items():
+            traits[f"{name}={value}"] += 1
+        for j in t.judgements:
+            for a in j.axes:
+                scores.setdefault(a.axis, []).append(a.score)
+    return {
+        "turns": turns,
+        "calls": calls,
+        "tools": tools,
+        "tasks": tasks,
+        "traits": traits,
+        "scores": scores,
+    }
+
+
+def _kv_table(rows: dict[str, Any]) -> str:
+    cells = "".join(
+        f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(json.dumps(v, sort_keys=True) if not isinstance(v, str) else v)}</td></tr>"
+        for k, v in rows.items()
+    )
+    return f"<table>{cells}</table>"
+
+
+def _sample_html(sample: Sample) -> str:
+    title = f"{sample.id[:16]} [{sample.status}]" + (f" {sample.reason}" if sample.reason else "")
+    parts = [f"<p class='detail'>{html.escape(sample.detail)}</p>" if sample.detail else ""]
+    for turn in sample.turns:
+        details = "".join(f"<div class='d'>&rarr; {html.escape(d)}</div>" for d in turn.details)
+        parts.append(
+            f"<div class='turn {html.escape(turn.role)}'><b>{html.escape(turn.role)}</b> "
+            f"{html.escape(turn.text)}{details}</div>"
+        )
+    return f"<details><summary>{html.escape(title)}</summary>{''.join(parts)}</details>"
+
+
+CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
+h2{border-bottom:1px solid #ccc;margin-top:1.6em}.plots{display:flex;flex-wrap:wrap;gap:1em}
+.plots svg{max-width:100%;height:auto}table{border-collapse:collapse}th,td{border:1px solid #ddd;
+padding:2px 8px;text-align:left;font-size:13px;vertical-align:top}details{margin:4px 0}
+summary{cursor:pointer;font-family:monospace}.turn{margin:3px 0 3px 1em;white-space:pre-wrap;
+font-size:13px}.d{margin-left:2em;color:#555;font-family:monospace}.user b{color:#1f77b4}
+.assistant b{color:#2ca02c}.tool b{color:#b8860b}.system{color:#888}.detail{color:#a33}"""
+
+
+def render_report(run_dir: str) -> str:
+    manifest = json.loads(io.read_text(io.join(run_dir, "manifest.json")))
+    data = collect(run_dir)
+    out = manifest["outputs"]
+    summary = {
+        "inputs": manifest["inputs"],
+        "kept": out["kept"],
+        "rejected": out["rejected"],
+        "dead-lettered": out["dead_lettered"],
+        "rows per split": {s: v["rows"] for s, v in out["splits"].items()},
+        "config hash": manifest["config_hash"],
+        "models": manifest["models"],
+        "wall time (s)": manifest["wall_time_s"],
+    }
+    score_plots = (
+        "".join(
+            histogram(v, f"judge: {axis}", "score", bins=10)
+            for axis, v in sorted(data["scores"].items())
+        )
+        or "<p>No judge ran (quality.judge.enabled is false) or nothing was kept.</p>"
+    )
+    sections = [
+        f"<h1>{html.escape(manifest['name'])}</h1>",
+        _kv_table(summary),
+        "<h2>Rejection waterfall</h2><div class='plots'>" + waterfall(manifest) + "</div>",
+        "<h2>Turns and tool calls</h2><div class='plots'>"
+        + histogram(data["turns"], "user turns per trajectory", "turns")
+        + histogram(data["calls"], "tool calls per trajectory", "tool calls")
+        + "</div>",
+        "<h2>Tool usage</h2><div class='plots'>"
+        + bars(data["tools"], "tool calls by tool")
+        + "</div>",
+        "<h2>Judge scores</h2><div class='plots'>" + score_plots + "</div>",
+        "<h2>Coverage</h2><div class='plots'>"
+        + bars(data["tasks"], "task types")
+        + bars(data["traits"], "persona trait values")
+        + "</div>",
+        "<h2>Diversity</h2>" + _kv_table(manifest.get("diversity") or {"kept": 0}),
+        "<h2>Splits and leakage</h2>"
+        + _kv_table({k: v for k, v in manifest.get("splits", {}).items()}),
+        "<h2>Tokens and cost</h2>" + _kv_table(manifest.get("tokens") or {"llm_calls": 0}),
+        "<h2>Kept samples</h2>"
+        + "".join(_sample_html(s) for s in kept_samples(run_dir, None, SAMPLES)),
+        "<h2>Rejected samples</h2>"
+        + "".join(_sample_html(s) for s in rejected_samples(run_dir, None, SAMPLES)),
+    ]
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        f"<title>trajforge report: {html.escape(manifest['name'])}</title><style>{CSS}</style>"
+        "</head><body>" + "\n".join(sections) + "</body></html>\n"
+    )
+
+
+def write_report(run_dir: str) -> str:
+    path = io.join(run_dir, REPORT_FILE)
+    io.write_text(path, render_report(run_dir))
+    return path

@@ -1,0 +1,114 @@
+"""Parquet shards of every output (canonical records and views): layout, schema, writing.
+
+A shard is written whole by one worker: zstd, row groups of at most `ROW_GROUP_BYTES`
+(uncompressed) or `ROW_GROUP_MAX_ROWS` rows, whichever is smaller, so readers (datasets
+streaming, the Hub viewer, DuckDB) fetch a bounded slice at a time. Rows are sorted by id, so a
+retried write produces the same file. Schemas are `datasets.Features`: the Hugging Face schema
+metadata stored in each file makes `load_dataset` decode `Json` columns back to dicts.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pyarrow.parquet as pq
+from datasets import Dataset, Features, Json, List
+
+from trajforge.pipelines import io, views
+from trajforge.schemas import DatasetRecord
+
+CANONICAL = "data"
+ROW_GROUP_BYTES = 32 * 1024 * 1024
+ROW_GROUP_MAX_ROWS = 1000
+
+
+def output_dir(output: str) -> str:
+    """`data` for the canonical records, `views/<name>` for a view."""
+    return io.DATA_DIR if output == CANONICAL else f"{io.VIEWS_DIR}/{output}"
+
+
+def features_of(output: str) -> Features:
+    if output == CANONICAL:
+        return Features.from_arrow_schema(io.dataset_arrow_schema())
+    return views.FEATURES[output]  # type: ignore[index]
+
+
+def rows_of(output: str, record: DatasetRecord) -> list[dict[str, Any]]:
+    if output == CANONICAL:
+        return [io.dataset_row(record)]
+    return views.view_rows(output, record)  # type: ignore[arg-type]
+
+
+def shard_name(split: str, shard: int, num_shards: int) -> str:
+    return f"{split}-{shard:05d}-of-{num_shards:05d}.parquet"
+
+
+def shard_path(run_dir: str, output: str, split: str, shard: int, num_shards: int) -> str:
+    return io.join(run_dir, *output_dir(output).split("/"), shard_name(split, shard, num_shards))
+
+
+def row_group_rows(num_rows: int, nbytes: int) -> int:
+    if num_rows == 0:
+        return 1
+    per_row = max(nbytes / num_rows, 1.0)
+    return max(1, min(ROW_GROUP_MAX_ROWS, int(ROW_GROUP_BYTES / per_row)))
+
+
+def encode_json(feature: Any, value: Any) -> Any:
+    """Pre-encode every `Json` value as JSON text. `Json.encode_example` keeps a string that
+    already parses as JSON, so a plain string such as "43131" would come back as the number
+    43131; encoding it ourselves makes every value round-trip exactly."""
+    if value is None:
+        return None
+    if isinstance(feature, Json):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(feature, List):
+        return [encode_json(feature.feature, v) for v in value]
+    if isinstance(feature, dict):
+        return {k: encode_json(feature[k], v) for k, v in value.items()}
+    return value
+
+
+def write_shard(path: str, rows: list[dict[str, Any]], features: Features) -> int:
+    """Write one shard (rows sorted by id); returns the number of rows."""
+    rows = sorted((encode_json(dict(features), r) for r in rows), key=lambda r: r["id"])
+    if not rows:
+        return _write_empty(path, features)
+    table = Dataset.from_list(rows, features=features).data.table
+    with io.FileSystems.create(path) as f:
+        pq.write_table(
+            table,
+            f,
+            compression="zstd",
+            row_group_size=row_group_rows(table.num_rows, table.nbytes),
+        )
+    return table.num_rows
+
+
+def _write_empty(path: str, features: Features) -> int:
+    """A file with the schema and no row group: pyarrow, pandas and streaming `load_dataset`
+    read it as zero rows (a zero-row row group would make `datasets` pick a batch size of 0)."""
+    schema = Dataset.from_dict({k: [] for k in features}, features=features).data.table.schema
+    with io.FileSystems.create(path) as f:
+        pq.ParquetWriter(f, schema, compression="zstd").close()
+    return 0
+
+
+def output_files(run_dir: str, output: str) -> dict[str, list[str]]:
+    """split -> shard paths of one output."""
+    base = io.join(run_dir, *output_dir(output).split("/"))
+    found = {s: io.matching(io.join(base, f"{s}-*.parquet")) for s in io.SPLITS}
+    return {s: files for s, files in found.items() if files}
+
+
+def ensure_loadable(run_dir: str, outputs: list[str]) -> list[str]:
+    """An output with no rows at all gets one empty train shard, so `load_dataset` works on an
+    empty build (zero rows, the right columns) instead of failing on missing files."""
+    written = []
+    for output in outputs:
+        if not output_files(run_dir, output):
+            path = shard_path(run_dir, output, "train", 0, 1)
+            write_shard(path, [], features_of(output))
+            written.append(path)
+    return written

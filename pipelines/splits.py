@@ -1,0 +1,236 @@
+"""Leakage-guarded split assignment by cluster, the leakage report and the gap table.
+
+Trajectories that share a task, a task template, a configured shared entity (e.g. the same
+`user_id`), or that are near-duplicates (MinHash estimate above `near_dup_threshold`) are joined
+into one cluster (union-find), and a whole cluster lands in one split. The golden split is
+decided per cluster by a hash of (`splits.seed`, the cluster's smallest key) alone, so a later
+build with the same seed puts the same templates/tasks in golden and results stay comparable.
+
+Assignment needs every record's keys in one place (a few hundred bytes per record, no text):
+fine to millions of rows; it also ranks rows inside each split so shards are balanced to one row.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+from pydantic import Field
+
+from trajforge.schemas import Record, Trajectory, derive_seed
+
+SplitName = Literal["train", "validation", "golden"]
+SPLIT_NAMES: tuple[SplitName, ...] = ("train", "validation", "golden")
+KeyKind = Literal["task", "template", "entity", "persona"]
+
+
+class SplitKeys(Record):
+    """What assignment needs of one record: its cluster keys, MinHash, and size per output."""
+
+    id: str
+    keys: tuple[str, ...]  # `<kind>:<value>`, e.g. `task:ab12`, `entity:user_id=u_3`
+    signature: tuple[int, ...] = ()  # MinHash of the conversation (near-duplicate edges)
+    bytes_by_output: dict[str, int] = Field(default_factory=dict)
+
+
+class SplitPlan(Record):
+    """Per record: split, cluster and rank in its split; per output and split: shard count."""
+
+    split_of: dict[str, SplitName]
+    cluster_of: dict[str, str]
+    rank_of: dict[str, int]
+    shards: dict[str, dict[str, int]]  # output -> split -> number of shards
+    near_dup_pairs: tuple[tuple[str, str], ...] = ()
+
+    def shard_of(self, output: str, record_id: str) -> tuple[str, int, int]:
+        split = self.split_of[record_id]
+        n = self.shards[output][split]
+        return split, self.rank_of[record_id] % n, n
+
+
+def template_id(trajectory: Trajectory) -> str:
+    """A task's template: domain, its sequence of task types and its complexity."""
+    intent = trajectory.task.intent
+    return f"{intent.domain}/{'+'.join(intent.task_types)}/c{intent.complexity}"
+
+
+def record_keys(
+    trajectory: Trajectory, group_by: Iterable[KeyKind], shared_entities: Iterable[str]
+) -> tuple[str, ...]:
+    """The cluster keys of one trajectory (its task id always)."""
+    task = trajectory.task
+    keys = {f"task:{task.id}"}
+    kinds = set(group_by)
+    if "template" in kinds:
+        keys.add(f"template:{template_id(trajectory)}")
+    if "persona" in kinds:
+        keys.add(f"persona:{task.persona.id}")
+    names = set(shared_entities)
+    for action in task.gold_actions:
+        for name, value in action.arguments.items():
+            if name in names and isinstance(value, str | int):
+                keys.add(f"entity:{name}={value}")
+    return tuple(sorted(keys))
+
+
+class _UnionFind:
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+
+    def find(self, x: str) -> str:
+        self.parent.setdefault(x, x)
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]
+            x = self.parent[x]
+        return x
+
+    def union(self, a: str, b: str) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+
+def near_dup_pairs(
+    items: Sequence[SplitKeys], threshold: float, bands: int, rows: int
+) -> list[tuple[str, str]]:
+    """Pairs whose MinHash estimate reaches `threshold`, found through shared LSH bands."""
+    from trajforge.verifiers.dedup import estimated_jaccard, lsh_band_keys
+
+    buckets: dict[str, list[SplitKeys]] = defaultdict(list)
+    for item in items:
+        if item.signature:
+            for key in lsh_band_keys(item.signature, bands=bands, rows=rows):
+                buckets[key].append(item)
+    pairs = set()
+    for members in buckets.values():
+        for i, a in enumerate(members):
+            for b in members[i + 1 :]:
+                pair = (min(a.id, b.id), max(a.id, b.id))
+                if pair not in pairs and estimated_jaccard(a.signature, b.signature) >= threshold:
+                    pairs.add(pair)
+    return sorted(pairs)
+
+
+def clusters(items: Sequence[SplitKeys], pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """record id -> cluster representative (the cluster's smallest key)."""
+    uf = _UnionFind()
+    for item in items:
+        for key in item.keys:
+            uf.union(f"id:{item.id}", key)
+    for a, b in pairs:
+        uf.union(f"id:{a}", f"id:{b}")
+    smallest: dict[str, str] = {}
+    for item in items:
+        root = uf.find(f"id:{item.id}")
+        best = min(item.keys) if item.keys else item.id
+        smallest[root] = min(smallest.get(root, best), best)
+    return {item.id: smallest[uf.find(f"id:{item.id}")] for item in items}
+
+
+def split_for_cluster(cluster: str, fractions: dict[str, float], seed: int) -> SplitName:
+    """Golden first (frozen by seed and cluster), then validation, then train."""
+    bucket = derive_seed(seed, "split", cluster) % 1_000_000 / 1_000_000
+    if bucket < fractions["golden"]:
+        return "golden"
+    if bucket < fractions["golden"] + fractions["validation"]:
+        return "validation"
+    return "train"
+
+
+def shard_count(total_bytes: int, rows: int, target_bytes: int, fixed: int | None) -> int:
+    """Shards for one output split: fixed when configured, else one per `target_bytes`."""
+    wanted = fixed if fixed is not None else math.ceil(total_bytes / max(target_bytes, 1))
+    return max(1, min(wanted, rows))
+
+
+def plan_splits(
+    items: Sequence[SplitKeys],
+    fractions: dict[str, float],
+    seed: int,
+    near: tuple[float, int, int] | None,
+    target_shard_bytes: int,
+    train_shards: int | None,
+) -> SplitPlan:
+    """Assign every record a split (by cluster), a rank in it, and shard counts per output."""
+    items = sorted(items, key=lambda i: i.id)
+    pairs = near_dup_pairs(items, *near) if near else []
+    cluster_of = clusters(items, pairs)
+    split_of = {i.id: split_for_cluster(cluster_of[i.id], fractions, seed) for i in items}
+    rank_of: dict[str, int] = {}
+    counts: dict[str, int] = defaultdict(int)
+    size: dict[tuple[str, str], int] = defaultdict(int)
+    for item in items:
+        split = split_of[item.id]
+        rank_of[item.id] = counts[split]
+        counts[split] += 1
+        for output, n in item.bytes_by_output.items():
+            size[output, split] += n
+    outputs = sorted({o for o, _ in size})
+    shards = {
+        o: {
+            s: shard_count(
+                size[o, s], counts[s], target_shard_bytes, train_shards if s == "train" else None
+            )
+            for s in counts
+        }
+        for o in outputs
+    }
+    return SplitPlan(
+        split_of=split_of,
+        cluster_of=cluster_of,
+        rank_of=rank_of,
+        shards=shards,
+        near_dup_pairs=tuple(pairs),
+    )
+
+
+def leakage_report(items: Sequence[SplitKeys], plan: SplitPlan) -> dict[str, int]:
+    """Keys (per kind) and near-duplicate pairs found in more than one split; all must be 0.
+
+    Computed from the raw keys and the final assignment, not from the clusters, so a bug in
+    clustering shows up here."""
+    splits_of_key: dict[str, set[str]] = defaultdict(set)
+    for item in items:
+        for key in item.keys:
+            splits_of_key[key].add(plan.split_of[item.id])
+    report = {f"{kind}_overlaps": 0 for kind in ("task", "template", "entity", "persona")}
+    for key, splits in splits_of_key.items():
+        if len(splits) > 1:
+            report[f"{key.split(':', 1)[0]}_overlaps"] += 1
+    report["near_duplicate_overlaps"] = sum(
+        plan.split_of[a] != plan.split_of[b] for a, b in plan.near_dup_pairs
+    )
+    report["total"] = sum(report.values())
+    return report
+
+
+def gap_table(rows: Iterable[dict]) -> list[dict]:
+    """Per criterion (judge axes, turns, tool calls): train mean, golden mean, golden - train.
+
+    `rows` carry `split`, `num_turns`, `num_tool_calls` and `judge_scores` (axis -> score)."""
+    values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        criteria = {"turns": row["num_turns"], "tool_calls": row["num_tool_calls"]}
+        criteria.update(row["judge_scores"])
+        for name, value in criteria.items():
+            values[name][row["split"]].append(float(value))
+    table = []
+    for name in sorted(values):
+        by_split = values[name]
+        train, golden = by_split.get("train", []), by_split.get("golden", [])
+        t = sum(train) / len(train) if train else None
+        g = sum(golden) / len(golden) if golden else None
+        gap = None if t is None or g is None else round(g - t, 4)
+        table.append(
+            {
+                "criterion": name,
+                "train_mean": None if t is None else round(t, 4),
+                "golden_mean": None if g is None else round(g, 4),
+                "gap": gap,
+                "train_n": len(train),
+                "golden_n": len(golden),
+            }
+        )
+    return table

@@ -1,0 +1,255 @@
+"""Trainer-ready views of the canonical records (pure functions, no Beam).
+
+Each view turns one `DatasetRecord` into rows of a fixed `datasets.Features` schema:
+
+- `messages`: `messages` + `tools` as native nested columns, what `SFTTrainer` and
+  `tokenizer.apply_chat_template(messages, tools=tools)` take unchanged;
+- `step_prefix`: one `prompt`/`completion` row per assistant turn, the prompt being exactly the
+  context the model saw at that step (step-level SFT and evaluation);
+- `steps`: one row per tool execution with its state diff and reward components (RL);
+- `sharegpt`: `conversations` of `from`/`value` turns (LLaMA-Factory's tool-use layout).
+
+Tool-call `arguments`, tool `parameters` and state-diff values differ in shape per tool, and an
+Arrow struct would union every tool's keys (filling the others with nulls). They are stored as
+`datasets.Json()` (Arrow's JSON extension type over a string): `load_dataset` decodes them back
+to the exact dicts, so templates render `"arguments": {...}`, never a double-encoded string.
+
+The simulator's control tokens (`###STOP###` ...) are removed from the text, and a turn left
+empty by that is dropped: a model must not learn to emit them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any, Literal
+
+from datasets import Features, Json, List, Value
+
+from trajforge.schemas import DatasetRecord, Message, Trajectory
+
+ViewName = Literal["messages", "step_prefix", "steps", "sharegpt"]
+VIEW_NAMES: tuple[ViewName, ...] = ("messages", "step_prefix", "steps", "sharegpt")
+CONTROL_TOKENS = ("###STOP###", "###TRANSFER###", "###OUT-OF-SCOPE###")
+#: Documented token estimate: ~4 characters per token of the JSON-rendered conversation
+#: (within ~15% of BPE tokenizers such as Qwen2.5's and Llama-3's on English chat + JSON).
+CHARS_PER_TOKEN = 4.0
+
+_CALL = {
+    "id": Value("string"),
+    "type": Value("string"),
+    "function": {"name": Value("string"), "arguments": Json()},
+}
+_MESSAGE = {
+    "role": Value("string"),
+    "content": Value("string"),
+    "tool_calls": List(_CALL),
+    "tool_call_id": Value("string"),
+}
+_TOOL = {
+    "type": Value("string"),
+    "function": {"name": Value("string"), "description": Value("string"), "parameters": Json()},
+}
+_KEYS = {"id": Value("string"), "task_id": Value("string"), "domain": Value("string")}
+
+FEATURES: dict[ViewName, Features] = {
+    "messages": Features(
+        {**_KEYS, "messages": List(_MESSAGE), "tools": List(_TOOL), "num_tokens": Value("int64")}
+    ),
+    "step_prefix": Features(
+        {
+            **_KEYS,
+            "step_index": Value("int64"),
+            "prompt": List(_MESSAGE),
+            "completion": List(_MESSAGE),
+            "tools": List(_TOOL),
+            "num_tokens": Value("int64"),
+        }
+    ),
+    "steps": Features(
+        {
+            **_KEYS,
+            "step_index": Value("int64"),
+            "turn": Value("int64"),
+            "tool_name": Value("string"),
+            "arguments": Json(),
+            "observation": Value("string"),
+            "is_error": Value("bool"),
+            "mutating": Value("bool"),
+            "state_diff": List({"path": Value("string"), "before": Json(), "after": Json()}),
+            "is_last": Value("bool"),
+            "outcome_passed": Value("bool"),
+            "state_match": Value("bool"),
+            "outputs_communicated": Value("bool"),
+            "judge_scores": Json(),
+        }
+    ),
+    "sharegpt": Features(
+        {
+            **_KEYS,
+            "system": Value("string"),
+            "tools": Value("string"),
+            "conversations": List({"from": Value("string"), "value": Value("string")}),
+        }
+    ),
+}
+
+
+def strip_control_tokens(text: str | None) -> str | None:
+    """The text without simulator control tokens (None stays None)."""
+    if text is None:
+        return None
+    for token in CONTROL_TOKENS:
+        text = text.replace(token, "")
+    return text.strip()
+
+
+def chat_message(message: Message) -> dict[str, Any] | None:
+    """One message in the HF chat shape with arguments as dicts; None when only a control
+    token was said (the turn is dropped)."""
+    content = strip_control_tokens(message.content)
+    if message.role == "user" and not content:
+        return None
+    calls = [
+        {
+            "id": c.id,
+            "type": "function",
+            "function": {"name": c.name, "arguments": dict(c.arguments)},
+        }
+        for c in message.tool_calls
+    ]
+    return {
+        "role": message.role,
+        "content": content if content or not calls else None,
+        "tool_calls": calls or None,
+        "tool_call_id": message.tool_call_id,
+    }
+
+
+def chat_messages(trajectory: Trajectory) -> list[dict[str, Any]]:
+    out = [chat_message(m) for m in trajectory.messages]
+    return [m for m in out if m is not None]
+
+
+def estimate_tokens(*parts: Any) -> int:
+    """`CHARS_PER_TOKEN` estimate of the rendered length of messages and tools."""
+    chars = sum(len(json.dumps(p, ensure_ascii=False)) for p in parts)
+    return math.ceil(chars / CHARS_PER_TOKEN)
+
+
+def _keys(record: DatasetRecord) -> dict[str, Any]:
+    return {"id": record.id, "task_id": record.task_id, "domain": record.domain}
+
+
+def _trajectory(record: DatasetRecord) -> Trajectory:
+    return Trajectory.from_json(record.trajectory_json)
+
+
+def _tools(record: DatasetRecord) -> list[dict[str, Any]]:
+    return json.loads(record.tools_json)
+
+
+def messages_rows(record: DatasetRecord) -> list[dict[str, Any]]:
+    messages, tools = chat_messages(_trajectory(record)), _tools(record)
+    return [
+        {
+            **_keys(record),
+            "messages": messages,
+            "tools": tools,
+            "num_tokens": estimate_tokens(messages, tools),
+        }
+    ]
+
+
+def step_prefix_rows(record: DatasetRecord) -> list[dict[str, Any]]:
+    messages, tools = chat_messages(_trajectory(record)), _tools(record)
+    rows = []
+    for i, message in enumerate(messages):
+        if message["role"] != "assistant":
+            continue
+        prompt = messages[:i]
+        rows.append(
+            {
+                **_keys(record),
+                "id": f"{record.id}:{len(rows)}",
+                "step_index": len(rows),
+                "prompt": prompt,
+                "completion": [message],
+                "tools": tools,
+                "num_tokens": estimate_tokens(prompt, [message], tools),
+            }
+        )
+    return rows
+
+
+def steps_rows(record: DatasetRecord) -> list[dict[str, Any]]:
+    trajectory = _trajectory(record)
+    outcome = trajectory.outcome
+    scores = json.loads(record.judge_scores_json)
+    last = len(trajectory.steps) - 1
+    return [
+        {
+            **_keys(record),
+            "id": f"{record.id}:{step.index}",
+            "step_index": step.index,
+            "turn": step.turn,
+            "tool_name": step.call.name,
+            "arguments": dict(step.call.arguments),
+            "observation": step.error if step.error is not None else (step.result or ""),
+            "is_error": step.error is not None,
+            "mutating": step.mutating,
+            "state_diff": [
+                {"path": d.path, "before": d.before, "after": d.after} for d in step.state_diff
+            ],
+            "is_last": i == last,
+            "outcome_passed": bool(outcome and outcome.passed),
+            "state_match": bool(outcome and outcome.state_match),
+            "outputs_communicated": bool(outcome and outcome.outputs_communicated),
+            "judge_scores": scores,
+        }
+        for i, step in enumerate(trajectory.steps)
+    ]
+
+
+def _sharegpt_turns(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """user -> human, assistant text -> gpt, each call -> function_call, tool -> observation."""
+    turns = []
+    for m in messages:
+        if m["role"] == "user":
+            turns.append({"from": "human", "value": m["content"] or ""})
+        elif m["role"] == "tool":
+            turns.append({"from": "observation", "value": m["content"] or ""})
+        elif m["role"] == "assistant":
+            if m["content"]:
+                turns.append({"from": "gpt", "value": m["content"]})
+            for call in m["tool_calls"] or []:
+                fn = call["function"]
+                value = json.dumps({"name": fn["name"], "arguments": fn["arguments"]})
+                turns.append({"from": "function_call", "value": value})
+    return turns
+
+
+def sharegpt_rows(record: DatasetRecord) -> list[dict[str, Any]]:
+    messages = chat_messages(_trajectory(record))
+    system = "\n".join(m["content"] or "" for m in messages if m["role"] == "system")
+    return [
+        {
+            **_keys(record),
+            "system": system,
+            "tools": json.dumps([t["function"] for t in _tools(record)]),
+            "conversations": _sharegpt_turns([m for m in messages if m["role"] != "system"]),
+        }
+    ]
+
+
+ROW_BUILDERS: dict[ViewName, Callable[[DatasetRecord], list[dict[str, Any]]]] = {
+    "messages": messages_rows,
+    "step_prefix": step_prefix_rows,
+    "steps": steps_rows,
+    "sharegpt": sharegpt_rows,
+}
+
+
+def view_rows(view: ViewName, record: DatasetRecord) -> list[dict[str, Any]]:
+    return ROW_BUILDERS[view](record)

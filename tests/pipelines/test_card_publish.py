@@ -1,0 +1,89 @@
+"""Dataset card (Hub YAML matches the files, empty build too) and `publish` operations."""
+
+import shutil
+
+import datasets
+import pytest
+from huggingface_hub import DatasetCard, DatasetCardData
+
+from trajforge.pipelines.card import size_category
+from trajforge.pipelines.cli import main
+from trajforge.pipelines.publish import PublishError, commit_operations, files_to_upload, publish
+
+REQUIRED = ("license", "language", "task_categories", "size_categories", "pretty_name", "configs")
+
+
+def card_data(run) -> DatasetCardData:
+    card = DatasetCard.load(run / "README.md")
+    return card.data
+
+
+def check_card(run, expect_rows):
+    data = card_data(run).to_dict()
+    assert all(data.get(k) for k in REQUIRED), data
+    assert data["size_categories"] == [size_category(expect_rows)]
+    for cfg in data["configs"]:
+        # datasets refuses a split of zero rows unless streaming: an empty build streams.
+        ds = datasets.load_dataset(str(run), cfg["config_name"], streaming=expect_rows == 0)
+        listed = {f["split"] for f in cfg["data_files"]}
+        assert set(ds) == listed
+        for f in cfg["data_files"]:
+            assert list(run.glob(f["path"])), f"{f['path']} matches no file"
+    return data
+
+
+def test_card_yaml_validates_and_matches_the_files(built_run):
+    data = check_card(built_run, 12)
+    names = {c["config_name"] for c in data["configs"]}
+    assert names == {"default", "data", "step_prefix", "steps", "sharegpt"}
+    default = next(c for c in data["configs"] if c["config_name"] == "default")
+    assert default["default"] and default["data_files"][0]["path"].startswith("views/messages/")
+    text = (built_run / "README.md").read_text()
+    for section in ("## Usage", "## Schema", "## Recipe", "## Filters", "## Known limitations"):
+        assert section in text
+    assert "exceed 1024 tokens" in text  # the rows are long: the card warns
+    assert "scripted:blueprint" in text  # the judge that ran is named
+
+
+def test_empty_build_card_loads(empty_run):
+    data = check_card(empty_run, 0)
+    ds = datasets.load_dataset(str(empty_run), streaming=True)
+    assert list(ds["train"]) == [] and "messages" in ds["train"].features
+    text = (empty_run / "README.md").read_text()
+    assert "no LLM judge" in text and "This build kept no rows" in text
+    assert {c["config_name"] for c in data["configs"]} >= {"default", "data"}
+
+
+def test_publish_dry_run_lists_exactly_what_load_dataset_needs(built_run, tmp_path, capsys):
+    files = files_to_upload(str(built_run))
+    assert files[:2] == ["README.md", "manifest.json"]
+    referenced = {
+        str(p.relative_to(built_run))
+        for cfg in card_data(built_run).to_dict()["configs"]
+        for f in cfg["data_files"]
+        for p in built_run.glob(f["path"])
+    }
+    assert set(files[2:]) == referenced
+    ops = commit_operations(str(built_run))
+    assert [op.path_in_repo for op in ops] == files
+    assert all(op.path_or_fileobj == str(built_run / op.path_in_repo) for op in ops)
+
+    # A copy holding only the listed files loads every config.
+    copy = tmp_path / "hub"
+    for f in files:
+        (copy / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(built_run / f, copy / f)
+    for cfg in card_data(copy).to_dict()["configs"]:
+        assert datasets.load_dataset(str(copy), cfg["config_name"])
+
+    assert main(["publish", str(built_run), "--repo-id", "org/name", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert f"Would upload {len(files)} files to datasets/org/name" in out
+    assert all(f in out for f in files)
+
+
+def test_publish_needs_a_token_from_the_environment(built_run, monkeypatch):
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    with pytest.raises(PublishError, match="HF_TOKEN"):
+        publish(str(built_run), "org/name", private=True)
+    assert main(["publish", str(built_run.parent), "--repo-id", "org/name"]) == 2

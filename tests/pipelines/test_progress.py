@@ -1,0 +1,64 @@
+"""Progress: per-stage counts from the first tally, plain lines when not on a terminal."""
+
+import io
+import json
+import time
+
+from trajforge.pipelines.progress import PROGRESS_DIR, ProgressReporter, StageProgress
+
+COUNTERS = {
+    "synthesize.kept": 10,
+    "synthesize.rejected.no_feasible_task": 2,
+    "verify_task.kept": 9,
+    "verify_task.rejected.prefix_solves": 1,
+    "blueprint.kept": 4,
+    "blueprint.dead_letter": 1,
+    "outcome.kept": 3,
+    "outcome.rejected.state_mismatch": 1,
+    "split.kept": 0,
+    "tokens.llm_calls": 20,
+    "tokens.prompt_tokens": 900,
+    "tokens.completion_tokens": 100,
+}
+
+
+def test_stage_progress_counts_each_stage_and_moves_before_anything_is_kept():
+    p = StageProgress.of(COUNTERS)
+    assert (p.synthesized, p.verified, p.generated, p.outcome_ok, p.kept) == (10, 9, 4, 3, 0)
+    assert p.rejected == 4 and p.failed == 1
+    assert p.prepared == 9 + 2 + 1  # verified + dropped while preparing
+    assert p.done == 4 + 2 + 1 + 1  # generated + dropped before or during generation
+    assert p.fraction(16) == (12 + 8) / 32
+    assert p.tokens == 1000
+    assert p.rates_text(10.0) == "2.0 calls/s 100 tok/s"
+
+
+def write_tally(run_dir, counts):
+    folder = run_dir / PROGRESS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "1.json").write_text(json.dumps(counts))
+
+
+def test_plain_mode_writes_a_few_short_lines(tmp_path):
+    out = io.StringIO()
+    write_tally(tmp_path, {"synthesize.kept": 1})
+    with ProgressReporter(str(tmp_path), 16, plain=True, plain_every_s=0.2, stream=out):
+        time.sleep(0.8)
+        write_tally(tmp_path, COUNTERS)
+        time.sleep(0.8)
+    lines = out.getvalue().splitlines()
+    assert lines[0].endswith("building 16 tasks")
+    assert "synthesized 1 " in lines[1]
+    assert "62% of 16 tasks" in lines[-1] and "outcome-ok 3" in lines[-1]
+    assert len(lines) == 3  # unchanged counts print nothing
+    assert "\r" not in out.getvalue() and all(len(line) < 200 for line in lines)
+    assert not (tmp_path / PROGRESS_DIR).exists()
+
+
+def test_bar_mode_draws_stage_counts(tmp_path):
+    out = io.StringIO()
+    write_tally(tmp_path, COUNTERS)
+    with ProgressReporter(str(tmp_path), 16, plain=False, stream=out):
+        time.sleep(0.8)
+    text = out.getvalue()
+    assert "62%" in text and "generated 4" in text and "calls/s" in text

@@ -1,0 +1,130 @@
+"""Leakage-guarded splits: clusters never straddle, golden frozen by seed, planted near-dups."""
+
+import json
+
+import apache_beam as beam
+import pyarrow.parquet as pq
+from apache_beam.testing.test_pipeline import TestPipeline
+
+from trajforge.pipelines import splits
+from trajforge.pipelines.config import BuildConfig
+from trajforge.pipelines.transforms.outputs import WriteOutputs, split_keys
+from trajforge.schemas import DatasetRecord
+
+FRACTIONS = {"train": 0.5, "validation": 0.0, "golden": 0.5}
+
+
+def item(i, *keys, sig=()):
+    return splits.SplitKeys(id=f"r{i:03d}", keys=(f"task:t{i}", *keys), signature=sig)
+
+
+def test_shared_keys_cluster_together_and_leakage_is_zero():
+    items = [item(i, f"template:tpl{i % 4}", f"entity:user_id=u{i % 7}") for i in range(60)]
+    plan = splits.plan_splits(items, FRACTIONS, 0, None, 1 << 20, None)
+    for a in items:
+        for b in items:
+            if set(a.keys) & set(b.keys):
+                assert plan.split_of[a.id] == plan.split_of[b.id]
+    assert splits.leakage_report(items, plan)["total"] == 0
+    assert plan == splits.plan_splits(list(reversed(items)), FRACTIONS, 0, None, 1 << 20, None)
+
+
+def test_leakage_report_catches_a_straddling_template():
+    items = [item(1, "template:x"), item(2, "template:x")]
+    plan = splits.SplitPlan(
+        split_of={"r001": "train", "r002": "golden"},
+        cluster_of={"r001": "a", "r002": "b"},
+        rank_of={"r001": 0, "r002": 0},
+        shards={},
+    )
+    report = splits.leakage_report(items, plan)
+    assert report["template_overlaps"] == 1 and report["total"] == 1
+
+
+def test_golden_is_frozen_by_seed_as_the_build_grows():
+    small = [item(i, f"template:tpl{i}") for i in range(40)]
+    big = small + [item(i, f"template:tpl{i}") for i in range(40, 200)]
+    a = splits.plan_splits(small, FRACTIONS, 11, None, 1 << 20, None)
+    b = splits.plan_splits(big, FRACTIONS, 11, None, 1 << 20, None)
+    assert all(a.split_of[i.id] == b.split_of[i.id] for i in small)
+    other_seed = splits.plan_splits(small, FRACTIONS, 12, None, 1 << 20, None)
+    assert other_seed.split_of != a.split_of
+
+
+def test_shards_are_balanced_and_sized_by_bytes():
+    items = [
+        splits.SplitKeys(id=f"r{i:03d}", keys=(f"task:{i}",), bytes_by_output={"data": 1000})
+        for i in range(101)
+    ]
+    plan = splits.plan_splits(
+        items, {"train": 1.0, "validation": 0.0, "golden": 0.0}, 0, None, 10_000, None
+    )
+    assert plan.shards["data"]["train"] == 11  # ceil(101 kB / 10 kB)
+    sizes = {}
+    for i in items:
+        _, shard, _ = plan.shard_of("data", i.id)
+        sizes[shard] = sizes.get(shard, 0) + 1
+    assert max(sizes.values()) - min(sizes.values()) <= 1
+    fixed = splits.plan_splits(
+        items, {"train": 1.0, "validation": 0.0, "golden": 0.0}, 0, None, 10_000, 3
+    )
+    assert fixed.shards["data"]["train"] == 3
+
+
+def planted(records):
+    """Each record again under a new task and template, same conversation: a near-duplicate
+    across tasks that dedup did not see (it is planted after dedup)."""
+    out = []
+    for r in records:
+        new_task = "planted-" + r.task_id
+        out.append(
+            r.model_copy(
+                update={
+                    "id": "p" + r.id[1:],
+                    "task_id": new_task,
+                    "split_keys": (f"task:{new_task}", f"template:planted/{r.id}"),
+                }
+            )
+        )
+    return out
+
+
+def test_planted_near_duplicates_across_tasks_never_straddle(built_run, tmp_path):
+    rows = [
+        r
+        for f in sorted((built_run / "data").glob("*.parquet"))
+        for r in pq.read_table(f).to_pylist()
+    ]
+    originals = [DatasetRecord.model_validate(r) for r in rows]
+    records = originals + planted(originals)
+    config = BuildConfig.model_validate(
+        {
+            "domain": "retail",
+            "num_tasks": 1,
+            "roles": {"agent": {"kind": "scripted", "responder": "blueprint"}},
+            "output": {
+                "views": ["messages"],
+                "splits": {"train": 0.5, "golden": 0.5, "validation": 0.0},
+            },
+        }
+    )
+    out = tmp_path / "run"
+    with TestPipeline() as p:
+        _ = p | beam.Create(records) | WriteOutputs(str(out), config)
+    report = json.loads((out / "splits.json").read_text())
+    assert report["leakage"]["total"] == 0
+    assert report["near_duplicate_pairs"] >= len(originals)
+    split_of = {}
+    for f in (out / "data").glob("*.parquet"):
+        for r in pq.read_table(f, columns=["id", "split"]).to_pylist():
+            split_of[r["id"]] = r["split"]
+    assert len(split_of) == len(records)
+    assert all(split_of[r.id] == split_of["p" + r.id[1:]] for r in originals)
+    # Without near-duplicate grouping the planted pairs would straddle (the guard is needed).
+    near = (128, 0.7, 21, 6)
+    keys = [split_keys(r, ("data",), near) for r in records]
+    unguarded = splits.plan_splits(keys, FRACTIONS, 0, None, 1 << 30, None)
+    pairs = splits.near_dup_pairs(keys, 0.7, 21, 6)
+    assert any(unguarded.split_of[a] != unguarded.split_of[b] for a, b in pairs)
+    guarded = splits.plan_splits(keys, FRACTIONS, 0, near[1:], 1 << 30, None)
+    assert guarded == splits.plan_splits(keys, FRACTIONS, 0, near[1:], 1 << 30, None)
