@@ -91,7 +91,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
     ev = sub.add_parser("eval", help="pass@k / pass^k of agents on held-out tasks")
     ev.add_argument("--model", action="append", required=True, help="agent spec; repeat to compare")
-    ev.add_argument("--tasks", default=None, help="run directory: evaluate on its test split")
+    ev.add_argument("--tasks", default=None, help="run directory: evaluate on its golden split")
     ev.add_argument("--domain", default="retail", help="fresh tasks from this domain")
     ev.add_argument("--num-tasks", type=int, default=8, help="number of tasks (default 8)")
     ev.add_argument("--k", type=int, default=1, help="attempts per task (default 1)")
