@@ -188,9 +188,7 @@ def cmd_build(args: argparse.Namespace, beam_args: list[str]) -> int:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from trajforge.pipelines.calibrate import calibrate_run
 
-    run = args.run.rstrip("/")
-    if not io.FileSystems.exists(io.join(run, io.SUCCESS_MARKER)):
-        raise UsageError(f"{run} is not a finished run directory (no {io.SUCCESS_MARKER})")
+    run = _finished(args.run)
     report = calibrate_run(run, args.limit)
     for key in ("judge", "n", "skipped", "ungradeable", "accuracy", "precision", "recall"):
         print(f"{key:<14}{report[key]}")
@@ -204,9 +202,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _finished(run_dir: str) -> str:
+    """A run whose build ended, well or not (a failed build writes its manifest too, and is
+    exactly the one a user wants to look at); only `publish` insists on `_SUCCESS`."""
     run = run_dir.rstrip("/")
-    if not io.FileSystems.exists(io.join(run, io.SUCCESS_MARKER)):
-        raise UsageError(f"{run} is not a finished run directory (no {io.SUCCESS_MARKER})")
+    if not io.FileSystems.exists(io.join(run, "manifest.json")):
+        raise UsageError(f"{run} is not a finished run directory (no manifest.json)")
     return run
 
 

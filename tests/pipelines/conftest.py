@@ -34,14 +34,14 @@ roles:
 """
 
 
-def _build(tmp_path_factory, name: str, config: str):
+def _build(tmp_path_factory, name: str, config: str, expected_exit: int = 0):
     base = tmp_path_factory.mktemp(name)
     (base / "build.yaml").write_text(config)
     out = base / "run"
     code = main(
         ["build", "--config", str(base / "build.yaml"), "--output", str(out), "--no-progress"]
     )
-    assert code == 0
+    assert code == expected_exit
     return out
 
 
@@ -64,4 +64,8 @@ def built_run(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def empty_run(tmp_path_factory):
-    return _build(tmp_path_factory, "empty", EMPTY)
+    """A build that keeps nothing fails (exit 1, no _SUCCESS) but still writes its manifest,
+    card and report, so a user can see why."""
+    out = _build(tmp_path_factory, "empty", EMPTY, expected_exit=1)
+    assert not (out / "_SUCCESS").exists()
+    return out
