@@ -28,14 +28,17 @@ from trajforge.pipelines.resources import StageResources
 from trajforge.pipelines.transforms.dedup import Dedup
 from trajforge.pipelines.transforms.routing import (
     DEAD,
+    FILTER_COUNTER_PREFIX,
     KEPT,
     METRICS_NAMESPACE,
     REJECTED,
     AsyncStageFn,
+    FilterStageFn,
     RoutedStage,
     SyncStageFn,
 )
 from trajforge.schemas import canonical_json
+from trajforge.verifiers.filters import build_filters
 
 
 class BuildError(RuntimeError):
@@ -139,7 +142,9 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, run_dir: str) -> None:
         trajs = stage(
             trajs, "Judge", AsyncStageFn("judge", with_llm, stages.judge_trajectory, in_flight)
         )
-    trajs = stage(trajs, "ShortcutFilters", SyncStageFn("shortcut", plain, stages.shortcut_filters))
+    trajs = stage(
+        trajs, "ShortcutFilters", FilterStageFn("shortcut", plain, stages.shortcut_filters)
+    )
     deduped = trajs | "Dedup" >> Dedup(quality.dedup, run_dir)
     routed.append(deduped)
     kept = deduped[KEPT]
@@ -148,7 +153,8 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, run_dir: str) -> None:
     (
         kept
         | "GatherKept" >> beam.combiners.ToList()
-        | "Diversity" >> beam.Map(stages.diversity_json, quality.dedup.semantic.enabled)
+        | "Diversity"
+        >> beam.Map(stages.diversity_json, quality.dedup.semantic.enabled, config.domain)
         | "WriteDiversity"
         >> beam.io.WriteToText(
             io.join(run_dir, io.DIVERSITY_FILE), num_shards=1, shard_name_template=""
@@ -215,6 +221,22 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
+def filter_counts(config: BuildConfig, counters: dict[str, int]) -> list[dict[str, Any]]:
+    """Per configured filter, in order: its name, kept count and rejections by reason."""
+    out = []
+    for flt in build_filters(config.quality.filters):
+        prefix = f"{FILTER_COUNTER_PREFIX}{flt.name}."
+        rejected = {
+            k[len(prefix) + len("rejected.") :]: v
+            for k, v in sorted(counters.items())
+            if k.startswith(f"{prefix}rejected.")
+        }
+        out.append(
+            {"name": flt.name, "kept": counters.get(f"{prefix}kept", 0), "rejected": rejected}
+        )
+    return out
+
+
 def make_manifest(
     config: BuildConfig,
     counters: dict[str, int],
@@ -252,7 +274,12 @@ def make_manifest(
             "dead_lettered": outputs["dead_lettered"],
             "holds": inputs == accounted,
         },
-        "stage_counts": {k: v for k, v in sorted(counters.items()) if not k.startswith("tokens.")},
+        "stage_counts": {
+            k: v
+            for k, v in sorted(counters.items())
+            if not k.startswith(("tokens.", FILTER_COUNTER_PREFIX))
+        },
+        "filters": filter_counts(config, counters),
         "tokens": tokens,
         "wall_time_s": round(wall_s, 3),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -7,13 +7,14 @@ at load time with a message naming the field, before any worker starts.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from trajforge.generators.llm.factory import BackendConfig
 from trajforge.schemas import SamplingParams, canonical_json, content_hash
+from trajforge.verifiers.filters import DEFAULT_FILTERS, FilterSpec, build_filters, unique_names
 from trajforge.verifiers.judge import JudgeConfig
 
 
@@ -79,16 +80,33 @@ class JudgeStageConfig(_Config):
     settings: JudgeConfig = JudgeConfig()
 
 
-class ShortcutConfig(_Config):
-    """Programmatic shortcut-resistance filters (no LLM), plus the task-level no-tool baseline."""
+#: Former `quality.shortcut` switches, now entries of `quality.filters`.
+_MOVED_TO_FILTERS = {
+    "answer_before_evidence": "answer_before_evidence",
+    "hallucinated_values": "hallucinated_values",
+    "structural": "agent_tool_calls, narrated_actions",
+    "loops": "loops",
+    "max_repeats": "{name: loops, max_repeats: N}",
+    "user_fidelity": "user_fidelity",
+}
 
-    answer_before_evidence: bool = True
-    hallucinated_values: bool = True
-    structural: bool = True
-    loops: bool = True
-    max_repeats: int = Field(default=3, ge=2)
-    user_fidelity: bool = True
+
+class ShortcutConfig(_Config):
+    """The task-level no-tool baseline (trajectory filters are listed in `quality.filters`)."""
+
     no_tool_baseline: bool = True  # one LLM call per read-only task (write tasks cannot pass)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved_switches(cls, value: Any) -> Any:
+        moved = sorted(set(value) & set(_MOVED_TO_FILTERS)) if isinstance(value, dict) else []
+        if moved:
+            hints = "; ".join(f"{k} -> {_MOVED_TO_FILTERS[k]}" for k in moved)
+            raise ValueError(
+                f"{', '.join(moved)} moved to `quality.filters` (an ordered list of filters; "
+                f"drop an entry to disable it): {hints}"
+            )
+        return value
 
 
 class NearDupConfig(_Config):
@@ -125,9 +143,24 @@ class DedupConfig(_Config):
 
 
 class QualityConfig(_Config):
+    """`filters` is the ordered trajectory-filter list (see verifiers/filters.py); the default
+    runs every built-in filter."""
+
     judge: JudgeStageConfig = JudgeStageConfig()
     shortcut: ShortcutConfig = ShortcutConfig()
+    filters: tuple[FilterSpec, ...] = DEFAULT_FILTERS
     dedup: DedupConfig = DedupConfig()
+
+    @field_validator("filters")
+    @classmethod
+    def _unique_filter_names(cls, value: tuple[FilterSpec, ...]) -> tuple[FilterSpec, ...]:
+        twice = unique_names(build_filters(value))
+        if twice:
+            raise ValueError(
+                f"filter(s) {', '.join(twice)} listed twice; each filter has its own counters, "
+                "so list it once (with the parameters you want)"
+            )
+        return value
 
 
 class BuildConfig(_Config):
@@ -149,10 +182,15 @@ class BuildConfig(_Config):
     @classmethod
     def _known_domain(cls, value: str) -> str:
         from trajforge.generators.domains import DOMAINS
+        from trajforge.generators.plugins import is_plugin_path, load_domain
 
+        if is_plugin_path(value):
+            load_domain(value)  # import and check now, not on a worker (PluginError says why)
+            return value
         if value not in DOMAINS:
             raise ValueError(
-                f"unknown domain {value!r}; known domains: {', '.join(sorted(DOMAINS))}"
+                f"unknown domain {value!r}; known domains: {', '.join(sorted(DOMAINS))} "
+                "(or name your own class with a path, `package.module:Class`)"
             )
         return value
 
@@ -176,7 +214,8 @@ def format_validation_error(err: ValidationError, source: str) -> str:
         elif e["type"] == "missing":
             lines.append(f"  {loc}: required field is missing (add it)")
         else:
-            lines.append(f"  {loc or '(top level)'}: {e['msg']} (got {e.get('input')!r})")
+            msg = e["msg"].removeprefix("Value error, ")
+            lines.append(f"  {loc or '(top level)'}: {msg} (got {e.get('input')!r})")
     return "\n".join(lines)
 
 

@@ -62,9 +62,12 @@ class ProgressTally:
 
 def disposition(counters: Mapping[str, int]) -> tuple[int, int, int, int]:
     """(kept, rejected, failed, LLM calls) from stage counters named `<stage>.kept`,
-    `<stage>.rejected.<reason>`, `<stage>.dead_letter` and `tokens.llm_calls`."""
+    `<stage>.rejected.<reason>`, `<stage>.dead_letter` and `tokens.llm_calls` (per-filter
+    counters, `filter.<name>.*`, repeat the shortcut stage's and are left out)."""
     kept = counters.get(f"{FINAL_STAGE}.kept", 0)
-    rejected = sum(v for k, v in counters.items() if ".rejected." in k)
+    rejected = sum(
+        v for k, v in counters.items() if ".rejected." in k and not k.startswith("filter.")
+    )
     failed = sum(v for k, v in counters.items() if k.endswith(".dead_letter"))
     return kept, rejected, failed, counters.get("tokens.llm_calls", 0)
 

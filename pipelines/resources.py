@@ -1,7 +1,10 @@
-"""Per-process resources for the stage DoFns: the domain and one LLM client per role.
+"""Per-process resources for the stage DoFns: the domain, the gates and filters, one LLM client
+per role and the objects built on them (judge, agent and user factories).
 
 A `StageResources` is small and picklable (it carries only the config and the run directory);
-`setup()`, called from DoFn.setup() on the worker, builds the heavy objects. LLM clients are
+`setup()`, called from DoFn.setup() on the worker, builds the heavy objects, once per DoFn
+instance (see pipelines/builders.py); plugin domains and filters are imported there, so they
+resolve on remote workers too. LLM clients are
 shared by every DoFn instance in a process (one connection pool, one local model, one cache
 connection), which is what lets one worker keep hundreds of calls in flight.
 """
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajforge.generators.llm.factory import BackendConfig, build_client, model_name
+from trajforge.pipelines.builders import Gates, RoleBuilders, build_gates, build_roles
 from trajforge.pipelines.config import BuildConfig
 from trajforge.schemas import LLMClient
 
@@ -89,15 +93,19 @@ class StageResources:
         self.run_dir = run_dir
         self.needs_llm = needs_llm
         self.domain: Any = None
+        self.gates: Gates | None = None
         self.clients: RoleClients | None = None
+        self.roles: RoleBuilders | None = None
 
     def setup(self) -> None:
         from trajforge.generators.domains import get_domain
 
         if self.domain is None:
             self.domain = get_domain(self.config.domain)
+            self.gates = build_gates(self.config, self.domain)
         if self.needs_llm and self.clients is None:
             self.clients = shared_role_clients(self.config, self.run_dir)
+            self.roles = build_roles(self.config, self.clients)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"config": self.config, "run_dir": self.run_dir, "needs_llm": self.needs_llm}

@@ -18,6 +18,7 @@ from trajforge.schemas import (
     Trajectory,
     derive_seed,
 )
+from trajforge.verifiers.protocol import TrajectoryFilter
 
 
 def _trajforge_version() -> str:
@@ -79,23 +80,14 @@ async def generate_trajectory(res: StageResources, task: Task) -> Trajectory:
             max_retries=cfg.blueprint.max_retries,
             verbalise=cfg.blueprint.verbalise,
         )
-    from trajforge.generators.agent import LLMAgent, OracleAgent
     from trajforge.generators.rollout import run_rollout
-    from trajforge.generators.user import LLMUser, ScriptedUser
 
-    if cfg.rollout.agent == "oracle":
-        agent = OracleAgent(task)
-    else:
-        agent = LLMAgent(clients.agent, clients.models["agent"], cfg.sampling)
-    if cfg.rollout.user == "scripted":
-        user = ScriptedUser(task)
-    else:
-        user = LLMUser(clients.user, clients.models["user"], task, cfg.sampling)
+    assert res.roles is not None
     return await run_rollout(
         task,
         res.domain,
-        agent,
-        user,
+        res.roles.agent_for(task),
+        res.roles.user_for(task),
         max_turns=cfg.rollout.max_turns,
         max_steps=cfg.rollout.max_steps,
         seed=seed,
@@ -106,22 +98,29 @@ async def generate_trajectory(res: StageResources, task: Task) -> Trajectory:
 class RejectedRecord(Rejected):
     """A rejection that carries the updated record (e.g. with its failed outcome attached)."""
 
-    def __init__(self, reason, detail: str, record):
-        super().__init__(reason, detail)
+    def __init__(self, reason, detail: str, record, filter_name: str | None = None):
+        super().__init__(reason, detail, filter_name)
         self.record = record
+
+
+def gate(res: StageResources, flt: TrajectoryFilter, trajectory: Trajectory) -> Trajectory:
+    """Pass `trajectory` through one filter; a rejection keeps the record it judged."""
+    from trajforge.verifiers.protocol import run_filter
+
+    assert res.gates is not None
+    verdict = run_filter(flt, trajectory, res.gates.context)
+    if not verdict.passed:
+        raise RejectedRecord(verdict.reason, verdict.detail, trajectory, flt.name)
+    return trajectory
 
 
 def verify_outcome(res: StageResources, trajectory: Trajectory) -> Trajectory:
     """Attach the programmatic outcome; refuse trajectories that did not reach the gold state."""
-    from trajforge.verifiers.outcome import rejection_reason
     from trajforge.verifiers.outcome import verify_outcome as verify
 
+    assert res.gates is not None
     outcome = verify(trajectory, res.domain)
-    checked = trajectory.model_copy(update={"outcome": outcome})
-    reason = rejection_reason(outcome)
-    if reason is None:
-        return checked
-    raise RejectedRecord(reason, outcome.reason, checked)
+    return gate(res, res.gates.outcome, trajectory.model_copy(update={"outcome": outcome}))
 
 
 def split_of(persona_id: str, fractions: dict[str, float]) -> Split:
@@ -187,50 +186,31 @@ async def no_tool_baseline_gate(res: StageResources, task: Task) -> Task:
 
 async def judge_trajectory(res: StageResources, trajectory: Trajectory) -> Trajectory:
     """Attach the multi-axis judgement; when gating, refuse low or ungradeable ones."""
-    from trajforge.verifiers.judge import TrajectoryJudge, judge_gate
-
-    stage_cfg = res.config.quality.judge
-    assert res.clients is not None
-    judge = TrajectoryJudge([res.clients.judge], [res.clients.models["judge"]], stage_cfg.settings)
-    judgement = await judge.judge(
+    assert res.roles is not None and res.gates is not None
+    judgement = await res.roles.judge.judge(
         trajectory, res.domain.policy, derive_seed(trajectory.id, "judge", 0)
     )
     judged = trajectory.model_copy(update={"judgements": (*trajectory.judgements, judgement)})
-    verdict = judge_gate(judgement, stage_cfg.settings)
-    if stage_cfg.gate and not verdict.passed:
-        raise RejectedRecord(verdict.reason, verdict.detail, judged)
-    return judged
+    if not res.config.quality.judge.gate:
+        return judged
+    return gate(res, res.gates.judge, judged)
 
 
 def shortcut_filters(res: StageResources, trajectory: Trajectory) -> Trajectory:
-    """Attach signatures, then run the enabled programmatic filters; the first failure rejects."""
-    from trajforge.verifiers.hallucination import check_hallucinated_values
-    from trajforge.verifiers.loops import check_loops
-    from trajforge.verifiers.signatures import check_answer_before_evidence, compute_signatures
-    from trajforge.verifiers.structural import check_agent_tool_calls, check_narrated_actions
-    from trajforge.verifiers.user_fidelity import check_user_fidelity
+    """Attach signatures, then run `quality.filters` in order; the first failure rejects."""
+    from trajforge.verifiers.signatures import compute_signatures
 
-    cfg = res.config.quality.shortcut
+    assert res.gates is not None
     signed = trajectory.model_copy(update={"signatures": compute_signatures(trajectory)})
-    checks = [
-        (cfg.structural, check_agent_tool_calls),
-        (cfg.structural, check_narrated_actions),
-        (cfg.answer_before_evidence, check_answer_before_evidence),
-        (cfg.hallucinated_values, check_hallucinated_values),
-        (cfg.loops, lambda t: check_loops(t, cfg.max_repeats)),
-        (cfg.user_fidelity, check_user_fidelity),
-    ]
-    for enabled, check in checks:
-        if enabled:
-            verdict = check(signed)
-            if not verdict.passed:
-                raise RejectedRecord(verdict.reason, verdict.detail, signed)
+    for flt in res.gates.filters:
+        gate(res, flt, signed)
     return signed
 
 
-def diversity_json(trajectories: list[Trajectory], with_embeddings: bool) -> str:
+def diversity_json(trajectories: list[Trajectory], with_embeddings: bool, domain: str) -> str:
     """Diversity of the kept set for the manifest: Vendi score (when the embedder is enabled),
-    coverage of persona traits, task types, complexity and tools, and the prior-shortcut rate."""
+    coverage of persona traits, task types, complexity and tools, and the prior-shortcut rate.
+    `domain` is the config's (a table name or a plugin path; tasks carry only the short name)."""
     from trajforge.generators.domains import get_domain
     from trajforge.verifiers.diversity import diversity_report
     from trajforge.verifiers.signatures import prior_shortcut_rate
@@ -242,9 +222,7 @@ def diversity_json(trajectories: list[Trajectory], with_embeddings: bool) -> str
         from trajforge.verifiers.semantic import embed
 
         embeddings = embed([dedup_text(t) for t in trajectories])
-    tool_names = sorted(
-        {s.name for d in {t.task.domain for t in trajectories} for s in get_domain(d).toolbox.specs}
-    )
+    tool_names = sorted(s.name for s in get_domain(domain).toolbox.specs)
     report = diversity_report(trajectories, embeddings=embeddings, tool_names=tool_names)
     signatures = [t.signatures for t in trajectories if t.signatures is not None]
     out = report.model_dump(mode="json")

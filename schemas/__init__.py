@@ -4,7 +4,9 @@ from trajforge.schemas.base import SCHEMA_VERSION, Record, canonical_json, conte
 from trajforge.schemas.dataset import DatasetRecord, Split
 from trajforge.schemas.dead_letter import DeadLetter
 from trajforge.schemas.judgement import (
+    BUILTIN_REASONS,
     AxisScore,
+    BuiltinReason,
     CriterionResult,
     JudgeAxis,
     Judgement,
@@ -12,6 +14,7 @@ from trajforge.schemas.judgement import (
     Rejection,
     RejectionReason,
     Stage,
+    is_reason_id,
 )
 from trajforge.schemas.llm import (
     ChatRequest,
@@ -62,6 +65,9 @@ __all__ = [
     "Rejected",
     "Rejection",
     "RejectionReason",
+    "BuiltinReason",
+    "BUILTIN_REASONS",
+    "is_reason_id",
     "Stage",
     "ChatRequest",
     "ChatResponse",

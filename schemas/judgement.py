@@ -1,12 +1,22 @@
-"""Judgements (LLM judges) and rejections (every record a stage refuses)."""
+"""Judgements (LLM judges) and rejections (every record a stage refuses).
+
+Rejection reasons are typed in two layers: `BuiltinReason` is the closed set the package's own
+stages emit (checked statically), and a filter or domain from the user's own package may declare
+more (`DeclaredReason`: a validated snake_case identifier, optionally dotted like
+`policy.confirm_before_write`). Either way a reason is declared up front by whoever emits it,
+validated on every record, and counted by name.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from typing import Annotated, Literal, get_args
+
+from pydantic import StringConstraints
 
 from trajforge.schemas.base import Record
 
-JudgeAxis = Literal[
+BuiltinAxis = Literal[
     "task_success",
     "policy_compliance",
     "grounding",
@@ -14,6 +24,9 @@ JudgeAxis = Literal[
     "efficiency",
     "user_fidelity",
 ]
+
+#: A rubric from the user's package may grade its own axes (snake_case ids).
+JudgeAxis = BuiltinAxis | Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,47}$")]
 
 Stage = Literal[
     "synthesize",
@@ -28,7 +41,7 @@ Stage = Literal[
     "split",
 ]
 
-RejectionReason = Literal[
+BuiltinReason = Literal[
     # task synthesis / pre-rollout verification
     "no_feasible_task",
     "gold_action_failed",
@@ -65,6 +78,22 @@ RejectionReason = Literal[
     "split_leakage",
 ]
 
+BUILTIN_REASONS: frozenset[str] = frozenset(get_args(BuiltinReason))
+
+#: A declared reason: lowercase snake_case words joined by dots, at most 64 characters.
+REASON_PATTERN = r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$"
+_REASON_RE = re.compile(REASON_PATTERN)
+
+DeclaredReason = Annotated[str, StringConstraints(pattern=REASON_PATTERN, max_length=64)]
+
+#: What a Rejection carries: a built-in reason, or one a plugin filter or domain declared.
+RejectionReason = BuiltinReason | DeclaredReason
+
+
+def is_reason_id(value: object) -> bool:
+    """True when `value` can name a rejection reason (what `DeclaredReason` validates)."""
+    return isinstance(value, str) and len(value) <= 64 and bool(_REASON_RE.match(value))
+
 
 class CriterionResult(Record):
     criterion: str
@@ -94,12 +123,14 @@ class Rejection(Record):
     reason: RejectionReason
     detail: str
     payload_json: str
+    filter: str | None = None  # the trajectory filter that refused it, when one did
 
 
 class Rejected(Exception):
     """Raised by a stage's logic to refuse a record with a typed reason (becomes a Rejection)."""
 
-    def __init__(self, reason: RejectionReason, detail: str):
+    def __init__(self, reason: RejectionReason, detail: str, filter_name: str | None = None):
         super().__init__(f"{reason}: {detail}")
         self.reason = reason
         self.detail = detail
+        self.filter_name = filter_name

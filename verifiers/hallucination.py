@@ -7,7 +7,10 @@ value was invented (or memorised from a leaked prior) and the trajectory teaches
 
 from __future__ import annotations
 
-from trajforge.schemas import Trajectory
+from typing import ClassVar
+
+from trajforge.schemas import RejectionReason, Trajectory
+from trajforge.verifiers.protocol import FilterContext, FilterModel
 from trajforge.verifiers.result import FilterResult
 from trajforge.verifiers.text import Evidence, argument_values, extract_values
 
@@ -38,3 +41,13 @@ def check_hallucinated_values(trajectory: Trajectory) -> FilterResult:
         return FilterResult.ok()
     listed = ", ".join(f"{v} (message {i})" for i, v in bad)
     return FilterResult.reject("hallucinated_value", f"agent asserted unseen values: {listed}")
+
+
+class HallucinatedValuesFilter(FilterModel):
+    """The agent states or passes only values it had been shown."""
+
+    name: ClassVar[str] = "hallucinated_values"
+    reasons: ClassVar[tuple[RejectionReason, ...]] = ("hallucinated_value",)
+
+    def check(self, trajectory: Trajectory, context: FilterContext) -> FilterResult:
+        return check_hallucinated_values(trajectory)

@@ -14,9 +14,9 @@ import re
 import statistics
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Literal
+from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, model_validator
 
 from trajforge.schemas import (
     AxisScore,
@@ -27,78 +27,62 @@ from trajforge.schemas import (
     LLMClient,
     LLMError,
     Message,
+    RejectionReason,
     SamplingParams,
     Trajectory,
     derive_seed,
 )
+from trajforge.verifiers.protocol import FilterContext, FilterModel
 from trajforge.verifiers.result import FilterResult
+from trajforge.verifiers.rubric import RUBRIC, Rubric, load_rubric
 
-#: The rubric: per axis, (criterion id, yes/no question). "yes" is always the good answer.
-RUBRIC: Mapping[JudgeAxis, tuple[tuple[str, str], ...]] = MappingProxyType(
-    {
-        "task_success": (
-            ("goal_achieved", "Was the user's goal, as stated in the scenario, fully achieved?"),
-            ("outputs_told", "Did the agent tell the user every value the user needed?"),
-            ("user_confirmed_end", "Did the conversation end with the user's need resolved?"),
-        ),
-        "policy_compliance": (
-            ("policy_followed", "Did every agent action comply with the domain policy?"),
-            (
-                "confirmation_before_write",
-                "Did the agent get explicit user confirmation before each state-changing action?",
-            ),
-            (
-                "identity_checked",
-                "Did the agent authenticate the user when the policy requires it?",
-            ),
-        ),
-        "grounding": (
-            (
-                "facts_supported",
-                "Is every fact the agent states supported by a tool result or the user?",
-            ),
-            ("no_invented_ids", "Did the agent avoid inventing ids, amounts or dates?"),
-            ("actions_truthful", "Does the agent only claim actions that tool results confirm?"),
-        ),
-        "tool_use": (
-            ("right_tools", "Did the agent call the right tools for the task?"),
-            ("right_arguments", "Were all tool-call arguments correct?"),
-            ("no_needless_calls", "Did the agent avoid needless or redundant tool calls?"),
-        ),
-        "efficiency": (
-            ("few_turns", "Was the task solved without unnecessary turns or repeated questions?"),
-            ("concise", "Were the agent's messages concise and to the point?"),
-        ),
-        "user_fidelity": (
-            ("stayed_in_role", "Did the user stay in the customer role throughout?"),
-            (
-                "revealed_only_allowed",
-                "Did the user reveal only information its scenario allows and invent nothing?",
-            ),
-            ("followed_instructions", "Did the user follow its scenario instructions?"),
-        ),
-    }
-)
+__all__ = ["RUBRIC", "JudgeConfig", "JudgeGate", "TrajectoryJudge", "criterion_ids", "judge_gate"]
 
 Aggregation = Literal["majority", "mean"]
 
 
-def _default_thresholds() -> dict[JudgeAxis, float]:
-    return {axis: 0.5 for axis in RUBRIC} | {"task_success": 1.0, "grounding": 1.0}
+#: Pass thresholds where `thresholds` does not override them (other axes: 0.5).
+DEFAULT_THRESHOLDS: Mapping[str, float] = MappingProxyType({"task_success": 1.0, "grounding": 1.0})
 
 
 class JudgeConfig(BaseModel):
-    """Judge settings: which axes, pass thresholds per axis, committee and retries."""
+    """Judge settings: the rubric (built-in, or `package.module:NAME` from the user's package),
+    which of its axes to grade (all by default), per-axis threshold overrides, committee and
+    retries."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    axes: tuple[JudgeAxis, ...] = tuple(RUBRIC)
-    thresholds: dict[JudgeAxis, float] = Field(default_factory=_default_thresholds)
+    rubric: str | None = None
+    axes: tuple[JudgeAxis, ...] | None = None
+    thresholds: dict[JudgeAxis, float] = Field(default_factory=dict)
     committee_size: int = Field(default=1, ge=1)
     aggregation: Aggregation = "majority"
     max_attempts: int = Field(default=3, ge=1)  # per committee member, malformed answers retried
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(default=1024, ge=64)
+
+    @model_validator(mode="after")
+    def _axes_in_rubric(self) -> JudgeConfig:
+        known = self.criteria()  # imports a plugin rubric now, not on a worker
+        unknown = sorted({*(self.axes or ()), *self.thresholds} - set(known))
+        if unknown:
+            raise ValueError(
+                f"axes {', '.join(unknown)} are not in the rubric; its axes: {', '.join(known)}"
+            )
+        return self
+
+    def criteria(self) -> Rubric:
+        """The rubric this config grades with (resolved once per process)."""
+        try:
+            return load_rubric(self.rubric)
+        except ValueError as err:
+            raise ValueError(f"rubric: {err}") from None
+
+    def graded_axes(self) -> tuple[str, ...]:
+        return tuple(self.axes) if self.axes else tuple(self.criteria())
+
+    def threshold(self, axis: str) -> float:
+        return self.thresholds.get(axis, DEFAULT_THRESHOLDS.get(axis, 0.5))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -141,8 +125,8 @@ def parse_answer(text: str, criterion_ids: Sequence[str]) -> JudgeAnswer:
 # The prompt
 
 
-def criterion_ids(axes: Sequence[JudgeAxis]) -> list[str]:
-    return [f"{axis}.{cid}" for axis in axes for cid, _ in RUBRIC[axis]]
+def criterion_ids(axes: Sequence[str], rubric: Rubric = RUBRIC) -> list[str]:
+    return [f"{axis}.{cid}" for axis in axes for cid, _ in rubric[axis]]
 
 
 def render_transcript(trajectory: Trajectory) -> str:
@@ -156,9 +140,9 @@ def render_transcript(trajectory: Trajectory) -> str:
     return "\n".join(lines)
 
 
-def _system_prompt(axes: Sequence[JudgeAxis]) -> str:
+def _system_prompt(axes: Sequence[str], rubric: Rubric) -> str:
     questions = "\n".join(
-        f"- {axis}.{cid}: {question}" for axis in axes for cid, question in RUBRIC[axis]
+        f"- {axis}.{cid}: {question}" for axis in axes for cid, question in rubric[axis]
     )
     example = json.dumps({"criteria": {"<criterion id>": {"passed": True, "rationale": "..."}}})
     return (
@@ -192,7 +176,7 @@ def judge_request(
     return ChatRequest(
         model=model,
         messages=(
-            Message(role="system", content=_system_prompt(config.axes)),
+            Message(role="system", content=_system_prompt(config.graded_axes(), config.criteria())),
             Message(role="user", content=_user_prompt(trajectory, policy)),
         ),
         sampling=SamplingParams(temperature=config.temperature, max_tokens=config.max_tokens),
@@ -205,7 +189,7 @@ def judge_request(
 # Scoring and aggregation
 
 
-def _axis_scores(answer: JudgeAnswer, axes: Sequence[JudgeAxis]) -> tuple[AxisScore, ...]:
+def _axis_scores(answer: JudgeAnswer, axes: Sequence[str], rubric: Rubric) -> tuple[AxisScore, ...]:
     scores = []
     for axis in axes:
         results = tuple(
@@ -214,7 +198,7 @@ def _axis_scores(answer: JudgeAnswer, axes: Sequence[JudgeAxis]) -> tuple[AxisSc
                 passed=answer.criteria[f"{axis}.{cid}"].passed,
                 rationale=answer.criteria[f"{axis}.{cid}"].rationale,
             )
-            for cid, _ in RUBRIC[axis]
+            for cid, _ in rubric[axis]
         )
         scores.append(
             AxisScore(
@@ -300,7 +284,8 @@ class TrajectoryJudge:
         """A member's axis scores, or the reason its last attempt failed."""
         client = self._clients[member % len(self._clients)]
         model = self._models[member % len(self._models)]
-        ids = criterion_ids(self.config.axes)
+        axes, rubric = self.config.graded_axes(), self.config.criteria()
+        ids = criterion_ids(axes, rubric)
         error = "no attempt"
         for attempt in range(self.config.max_attempts):
             attempt_seed = derive_seed(seed, "judge", member, attempt)
@@ -311,7 +296,7 @@ class TrajectoryJudge:
             except (MalformedAnswer, LLMError) as err:
                 error = f"{model} attempt {attempt + 1}: {err}"
                 continue
-            return _axis_scores(answer, self.config.axes)
+            return _axis_scores(answer, axes, rubric)
         return error
 
 
@@ -321,13 +306,27 @@ def judge_gate(judgement: Judgement, config: JudgeConfig) -> FilterResult:
         return FilterResult.reject("judge_ungradeable", judgement.detail or "ungradeable")
     scores = {a.axis: a.score for a in judgement.axes}
     low = [
-        f"{axis} {scores[axis]:.2f} < {threshold:.2f}"
-        for axis, threshold in config.thresholds.items()
-        if axis in scores and scores[axis] < threshold
+        f"{axis} {scores[axis]:.2f} < {config.threshold(axis):.2f}"
+        for axis in config.graded_axes()
+        if axis in scores and scores[axis] < config.threshold(axis)
     ]
-    missing = [axis for axis in config.axes if axis not in scores]
+    missing = [axis for axis in config.graded_axes() if axis not in scores]
     if missing:
         return FilterResult.reject("judge_ungradeable", f"axes not graded: {', '.join(missing)}")
     if low:
         return FilterResult.reject("judge_below_threshold", "; ".join(low))
     return FilterResult.ok()
+
+
+class JudgeGate(FilterModel):
+    """The latest attached judgement is graded and every axis meets its threshold."""
+
+    name: ClassVar[str] = "judge"
+    reasons: ClassVar[tuple[RejectionReason, ...]] = ("judge_below_threshold", "judge_ungradeable")
+
+    settings: JudgeConfig = JudgeConfig()
+
+    def check(self, trajectory: Trajectory, context: FilterContext) -> FilterResult:
+        if not trajectory.judgements:
+            return FilterResult.reject("judge_ungradeable", "no judgement attached")
+        return judge_gate(trajectory.judgements[-1], self.settings)

@@ -8,9 +8,12 @@ but teach dithering. Both are cheap to detect from the recorded calls and state 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any
+from typing import Any, ClassVar
 
-from trajforge.schemas import Trajectory, canonical_json
+from pydantic import Field
+
+from trajforge.schemas import RejectionReason, Trajectory, canonical_json
+from trajforge.verifiers.protocol import FilterContext, FilterModel
 from trajforge.verifiers.result import FilterResult
 
 DEFAULT_MAX_REPEATS = 3
@@ -52,3 +55,15 @@ def check_loops(trajectory: Trajectory, max_repeats: int = DEFAULT_MAX_REPEATS) 
     parts = [f"{call} x{n}" for call, n in sorted(repeats.items())]
     parts += [f"{path} oscillated {values}" for path, values in sorted(oscillations.items())]
     return FilterResult.reject("loop_or_repeat", "; ".join(parts))
+
+
+class LoopsFilter(FilterModel):
+    """No call repeated `max_repeats` times, no write that oscillates back."""
+
+    name: ClassVar[str] = "loops"
+    reasons: ClassVar[tuple[RejectionReason, ...]] = ("loop_or_repeat",)
+
+    max_repeats: int = Field(default=DEFAULT_MAX_REPEATS, ge=2)
+
+    def check(self, trajectory: Trajectory, context: FilterContext) -> FilterResult:
+        return check_loops(trajectory, self.max_repeats)

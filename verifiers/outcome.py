@@ -10,6 +10,7 @@ means the record itself is corrupt (edited, or produced by different tools) and 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import ClassVar
 
 from trajforge.generators.entities import mentions_value
 from trajforge.generators.tooling import Domain, state_hash
@@ -22,6 +23,8 @@ from trajforge.schemas import (
     ToolCall,
     Trajectory,
 )
+from trajforge.verifiers.protocol import FilterContext, FilterModel
+from trajforge.verifiers.result import FilterResult
 
 OK_TERMINATIONS: frozenset[TerminationReason] = frozenset({"user_stop", "blueprint_complete"})
 
@@ -97,3 +100,22 @@ def rejection_reason(result: OutcomeResult) -> RejectionReason | None:
     if not result.outputs_communicated:
         return "outputs_not_communicated"
     return "bad_termination"
+
+
+class OutcomeGate(FilterModel):
+    """The trajectory reached the gold state, told every expected output and ended well.
+
+    Reads the outcome the Outcome stage attached (computing it with the context's domain when
+    none is attached, e.g. for trajectories from another system)."""
+
+    name: ClassVar[str] = "outcome"
+    reasons: ClassVar[tuple[RejectionReason, ...]] = (
+        "state_mismatch",
+        "outputs_not_communicated",
+        "bad_termination",
+    )
+
+    def check(self, trajectory: Trajectory, context: FilterContext) -> FilterResult:
+        outcome = trajectory.outcome or verify_outcome(trajectory, context.domain)
+        reason = rejection_reason(outcome)
+        return FilterResult.ok() if reason is None else FilterResult.reject(reason, outcome.reason)

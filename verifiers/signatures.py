@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from typing import ClassVar
 
-from trajforge.schemas import Message, Signatures, Task, Trajectory
+from trajforge.schemas import Message, RejectionReason, Signatures, Task, Trajectory
+from trajforge.verifiers.protocol import FilterContext, FilterModel
 from trajforge.verifiers.result import FilterResult
 from trajforge.verifiers.text import Evidence, argument_values, extract_values, normalise
 
@@ -113,6 +115,16 @@ def check_answer_before_evidence(
         return FilterResult.ok()
     listed = ", ".join(f"{v} (message {t})" for v, t in sorted(early.items()))
     return FilterResult.reject("answer_before_evidence", f"stated before evidence: {listed}")
+
+
+class AnswerBeforeEvidenceFilter(FilterModel):
+    """Every gold value the agent states was shown to it first (by a tool or the user)."""
+
+    name: ClassVar[str] = "answer_before_evidence"
+    reasons: ClassVar[tuple[RejectionReason, ...]] = ("answer_before_evidence",)
+
+    def check(self, trajectory: Trajectory, context: FilterContext) -> FilterResult:
+        return check_answer_before_evidence(trajectory)
 
 
 def prior_shortcut_rate(signatures: Iterable[Signatures]) -> float:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import re
 from types import MappingProxyType
+from typing import ClassVar
 
-from trajforge.schemas import StepRecord, Trajectory
+from trajforge.schemas import RejectionReason, StepRecord, Trajectory
+from trajforge.verifiers.protocol import FilterContext, FilterModel
 from trajforge.verifiers.result import FilterResult
 
 #: Narrated verb -> substrings of the write-tool names that perform it (checked in order).
@@ -100,3 +102,23 @@ def check_narrated_actions(trajectory: Trajectory) -> FilterResult:
         return FilterResult.ok()
     listed = "; ".join(f"message {i}: '{claim}'" for i, claim in unbacked)
     return FilterResult.reject("narrated_action", f"claimed without a successful write: {listed}")
+
+
+class AgentToolCallsFilter(FilterModel):
+    """Every state change was emitted by the agent as a tool call."""
+
+    name: ClassVar[str] = "agent_tool_calls"
+    reasons: ClassVar[tuple[RejectionReason, ...]] = ("no_agent_tool_call",)
+
+    def check(self, trajectory: Trajectory, context: FilterContext) -> FilterResult:
+        return check_agent_tool_calls(trajectory)
+
+
+class NarratedActionsFilter(FilterModel):
+    """The agent claims only actions it took successfully."""
+
+    name: ClassVar[str] = "narrated_actions"
+    reasons: ClassVar[tuple[RejectionReason, ...]] = ("narrated_action",)
+
+    def check(self, trajectory: Trajectory, context: FilterContext) -> FilterResult:
+        return check_narrated_actions(trajectory)

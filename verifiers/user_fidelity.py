@@ -9,8 +9,10 @@ name, and whatever the agent has said to the user so far.
 from __future__ import annotations
 
 import re
+from typing import ClassVar
 
-from trajforge.schemas import Trajectory
+from trajforge.schemas import RejectionReason, Trajectory
+from trajforge.verifiers.protocol import FilterContext, FilterModel
 from trajforge.verifiers.result import FilterResult
 from trajforge.verifiers.text import Evidence, extract_values, message_text, normalise
 
@@ -56,3 +58,13 @@ def check_user_fidelity(trajectory: Trajectory) -> FilterResult:
         return FilterResult.ok()
     listed = ", ".join(f"{v} (message {i})" for i, v in invented)
     return FilterResult.reject("user_hallucination", f"user asserted unknown facts: {listed}")
+
+
+class UserFidelityFilter(FilterModel):
+    """The simulated user states only facts its scenario (or the agent) gave it."""
+
+    name: ClassVar[str] = "user_fidelity"
+    reasons: ClassVar[tuple[RejectionReason, ...]] = ("user_hallucination",)
+
+    def check(self, trajectory: Trajectory, context: FilterContext) -> FilterResult:
+        return check_user_fidelity(trajectory)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from trajforge.generators.domains.retail import RetailDomain
+from trajforge.generators.plugins import is_plugin_path, load_domain
 from trajforge.generators.tooling import Domain
 
 #: Domain name -> class. Add a domain by importing it here; nothing is discovered implicitly.
@@ -12,7 +13,10 @@ DOMAINS = MappingProxyType({"retail": RetailDomain})
 
 
 def get_domain(name: str) -> Domain:
-    """A fresh instance of the named domain; unknown names list the known ones."""
+    """A fresh instance of the named domain (a table name, or a `package.module:Class` path to
+    a domain in the user's own package); unknown names list the known ones."""
+    if is_plugin_path(name):
+        return load_domain(name)
     try:
         cls = DOMAINS[name]
     except KeyError:

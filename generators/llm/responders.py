@@ -5,6 +5,7 @@ One frozen table, explicit entries: `backend: {kind: scripted, responder: NAME}`
 
 from __future__ import annotations
 
+import re
 from types import MappingProxyType
 
 from trajforge.generators.prompts import (
@@ -67,14 +68,19 @@ def rollout_dry_run(request: ChatRequest) -> str:
     return "Thank you for the details. Is there anything else I can help you with?"
 
 
+#: A criterion line of the judge's system prompt: `- <axis>.<criterion>: <question>`.
+_CRITERION_LINE = re.compile(r"^- ([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*): ", re.MULTILINE)
+
+
 def judge_approves(request: ChatRequest) -> str:
-    """An LLM judge that passes every rubric criterion: a fixed, well-formed judge answer for
-    offline builds and for testing calibration plumbing (it agrees with nothing on purpose)."""
+    """An LLM judge that passes every criterion its prompt asks about (whatever the rubric): a
+    well-formed judge answer for offline builds and for testing calibration plumbing (it agrees
+    with nothing on purpose)."""
     import json
 
-    from trajforge.verifiers.judge import RUBRIC, criterion_ids
-
-    verdicts = {c: {"passed": True, "rationale": "scripted"} for c in criterion_ids(tuple(RUBRIC))}
+    system = request.messages[0].content or "" if request.messages else ""
+    asked = _CRITERION_LINE.findall(system)
+    verdicts = {c: {"passed": True, "rationale": "scripted"} for c in asked}
     return json.dumps({"criteria": verdicts}, sort_keys=True)
 
 

@@ -58,6 +58,7 @@ def rejection_for(stage: Stage, element: Any, err: Rejected) -> Rejection:
         reason=err.reason,
         detail=err.detail,
         payload_json=element_json(payload),
+        filter=err.filter_name,
     )
 
 
@@ -125,6 +126,36 @@ class SyncStageFn(beam.DoFn):
 
     def finish_bundle(self):
         self.counters.flush()
+
+
+FILTER_COUNTER_PREFIX = "filter."
+
+
+class FilterStageFn(SyncStageFn):
+    """A SyncStageFn over an ordered filter list that also counts per filter:
+    `filter.<name>.kept` for each filter a trajectory passed and
+    `filter.<name>.rejected.<reason>` for the one that refused it (later filters never ran)."""
+
+    def process(self, element):
+        for out in super().process(element):
+            self._count_filters(out)
+            yield out
+
+    def _count_filters(self, out: Any) -> None:
+        names = [f.name for f in self.resources.gates.filters]
+        if not isinstance(out, beam.pvalue.TaggedOutput):
+            passed, rejection = names, None
+        elif out.tag == REJECTED and out.value.filter in names:
+            rejection = out.value
+            passed = names[: names.index(rejection.filter)]
+        else:  # dead-lettered: no filter gave a verdict
+            return
+        for name in passed:
+            self.counters.inc(f"{FILTER_COUNTER_PREFIX}{name}.kept")
+        if rejection is not None:
+            self.counters.inc(
+                f"{FILTER_COUNTER_PREFIX}{rejection.filter}.rejected.{rejection.reason}"
+            )
 
 
 class AsyncStageFn(beam.DoFn):

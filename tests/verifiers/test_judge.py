@@ -182,3 +182,38 @@ def test_kappa_edge_cases():
     assert cohen_kappa(5, 0, 0, 0) == 1.0
     assert cohen_kappa(0, 0, 0, 0) == 0.0
     assert cohen_kappa(0, 3, 0, 3) < 0
+
+
+def test_plugin_rubric_grades_its_own_axes():
+    from trajforge.generators.llm.responders import judge_approves
+
+    config = JudgeConfig(rubric="tests.plugins.rubrics:RUBRIC", thresholds={"tone": 1.0})
+    assert config.graded_axes() == ("task_success", "tone")
+    llm = ScriptedLLM(responder=judge_approves)
+    j = run_judge([llm], config)
+    assert scores(j) == {"task_success": 1.0, "tone": 1.0}
+    assert [c.criterion for a in j.axes for c in a.criteria][-1] == "tone.plain_words"
+    assert "Did the agent avoid jargon" in llm.requests[0].messages[0].content
+    assert judge_gate(j, config).passed
+
+
+@pytest.mark.parametrize(
+    "fields, expected",
+    [
+        ({"rubric": "tests.plugins.rubrics:BAD_RUBRIC"}, "rubric: not a rubric.*Tone"),
+        ({"rubric": "tests.plugins.rubrics:NOPE"}, "rubric: module .* has no attribute 'NOPE'"),
+        ({"rubric": "tests.plugins.rubrics:RUBRIC", "axes": ["grounding"]}, "not in the rubric"),
+        ({"thresholds": {"tone": 0.5}}, "axes tone are not in the rubric"),
+    ],
+)
+def test_bad_rubric_settings_say_what_to_fix(fields, expected):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=expected):
+        JudgeConfig(**fields)
+
+
+def test_threshold_overrides_keep_the_other_defaults():
+    config = JudgeConfig(thresholds={"efficiency": 0.9})
+    assert config.threshold("efficiency") == 0.9
+    assert config.threshold("task_success") == 1.0 and config.threshold("tool_use") == 0.5

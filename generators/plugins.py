@@ -1,0 +1,78 @@
+"""Objects from the user's own package, named in the config by a dotted import path.
+
+A domain, a trajectory filter or a judge rubric can live outside trajforge: the config names it
+as `package.module:attribute` (the entry-point syntax) and this module imports it with importlib.
+Nothing is discovered implicitly: the built-ins stay in their frozen tables, and a path is
+resolved only where the config names one. Resolution happens twice: at config load (so a typo
+fails before any worker starts, exit code 2) and in each worker's DoFn `setup()` (so it works on
+remote workers, where the user's package must be installed too, e.g. with Beam's
+`--extra_package dist/mypkg-0.1.tar.gz` or `--setup_file ./setup.py`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from typing import Any
+
+#: `package.module:attribute` (attribute may be dotted: `module:Class.inner`).
+_PATH = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
+
+INSTALL_HINT = (
+    "install the package that provides it in this environment and on every worker "
+    "(e.g. pip install -e ., and Beam's --extra_package or --setup_file for remote runners)"
+)
+
+
+class PluginError(ValueError):
+    """A dotted path that cannot be used; the message says what failed and how to fix it."""
+
+
+def is_plugin_path(value: str) -> bool:
+    """True for `module:attribute` names (built-in table names never contain a colon)."""
+    return ":" in value
+
+
+def load_object(path: str) -> Any:
+    """Import `package.module:attribute` and return the attribute."""
+    if not _PATH.match(path):
+        raise PluginError(
+            f"{path!r} is not a dotted import path; write it as 'package.module:Attribute'"
+        )
+    module_name, _, attribute = path.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as err:
+        raise PluginError(f"cannot import module {module_name!r} ({err}); {INSTALL_HINT}") from err
+    for part in attribute.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise PluginError(
+                f"module {module_name!r} has no attribute {attribute!r}; "
+                "check the name after the colon"
+            ) from None
+    return obj
+
+
+#: What a domain class must provide (the `Domain` protocol in generators/tooling.py).
+DOMAIN_MEMBERS = ("name", "policy", "toolbox", "initial_state", "synthesize_task")
+
+
+def load_domain(path: str) -> Any:
+    """Import the domain class at `path` and instantiate it (no arguments), checking it has
+    every member of the `Domain` protocol."""
+    cls = load_object(path)
+    if not callable(cls):
+        raise PluginError(f"{path!r} is not a domain class; point it at the class itself")
+    try:
+        domain = cls()
+    except Exception as err:  # noqa: BLE001 - any construction failure is a config problem
+        raise PluginError(f"{path!r} could not be constructed with no arguments: {err}") from err
+    missing = [m for m in DOMAIN_MEMBERS if not hasattr(domain, m)]
+    if missing:
+        raise PluginError(
+            f"{path!r} is not a Domain: it lacks {', '.join(missing)} "
+            "(see the Domain protocol in trajforge.generators.tooling)"
+        )
+    return domain

@@ -1,0 +1,79 @@
+"""What the stages construct from the config, built once per worker in DoFn `setup()`.
+
+Filters, gates, the judge and the agent/user factories are derived from the (immutable) config;
+building them per element would re-validate parameters and, for plugin filters, re-resolve the
+user's classes on every trajectory. `StageResources.setup()` calls these once per process and the
+stage functions only use what they hold. Agents and users bound to one task (oracle agent,
+simulated users) are made per task by a factory chosen once here.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from trajforge.generators.agent import AgentPolicy, LLMAgent, OracleAgent
+from trajforge.generators.user import LLMUser, ScriptedUser, UserSimulator
+from trajforge.pipelines.config import BuildConfig
+from trajforge.schemas import Task
+from trajforge.verifiers.filters import build_filters
+from trajforge.verifiers.judge import JudgeGate, TrajectoryJudge
+from trajforge.verifiers.outcome import OutcomeGate
+from trajforge.verifiers.protocol import FilterContext, TrajectoryFilter
+
+
+@dataclass(frozen=True)
+class Gates:
+    """The programmatic gates of a build, in stage order, and the context they all share."""
+
+    context: FilterContext
+    outcome: OutcomeGate
+    judge: JudgeGate
+    filters: tuple[TrajectoryFilter, ...]  # `quality.filters`, in configured order
+
+
+@dataclass(frozen=True)
+class RoleBuilders:
+    """LLM-backed roles: the judge, and a factory per conversational role (one call per task)."""
+
+    agent_for: Callable[[Task], AgentPolicy]
+    user_for: Callable[[Task], UserSimulator]
+    judge: TrajectoryJudge
+
+
+def build_gates(config: BuildConfig, domain: Any) -> Gates:
+    return Gates(
+        context=FilterContext(domain=domain),
+        outcome=OutcomeGate(),
+        judge=JudgeGate(settings=config.quality.judge.settings),
+        filters=build_filters(config.quality.filters),
+    )
+
+
+def _agent_factory(config: BuildConfig, clients: Any) -> Callable[[Task], AgentPolicy]:
+    if config.rollout.agent == "oracle":
+        return OracleAgent
+    agent = LLMAgent(clients.agent, clients.models["agent"], config.sampling)
+    return lambda task: agent  # stateless across tasks: one per worker
+
+
+def _user_factory(config: BuildConfig, clients: Any) -> Callable[[Task], UserSimulator]:
+    if config.rollout.user == "scripted":
+        return ScriptedUser
+    return functools.partial(
+        LLMUser, clients.user, clients.models["user"], sampling=config.sampling
+    )
+
+
+def build_roles(config: BuildConfig, clients: Any) -> RoleBuilders:
+    """`clients` is the process's shared `RoleClients` (one client per backend)."""
+    judge = TrajectoryJudge(
+        [clients.judge], [clients.models["judge"]], config.quality.judge.settings
+    )
+    return RoleBuilders(
+        agent_for=_agent_factory(config, clients),
+        user_for=_user_factory(config, clients),
+        judge=judge,
+    )
