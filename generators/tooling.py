@@ -20,6 +20,7 @@ from typing import Any, Protocol, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from trajforge.generators.vocabulary import DomainVocabulary
 from trajforge.schemas import (
     DiffEntry,
     InitialState,
@@ -286,11 +287,20 @@ def _restore(state: BaseModel, dumped: dict[str, Any]) -> None:
 
 
 class Domain(Protocol):
-    """A domain: data model + tools + task synthesis + policy (tau2-bench's layout)."""
+    """A domain: data model + tools + task synthesis + policy (tau2-bench's layout).
+
+    Everything domain-specific that generic code needs comes through this protocol: the world
+    (`initial_state`), the tools (`toolbox`), the rules (`policy`), task synthesis, and the
+    words (`vocabulary`: task types, which of them only read, the two roles' names, the action
+    verbs a write backs). Implementations live in generators/domains/<name>/ and are listed in
+    the frozen table of generators/domains/__init__.py; the kit (generators/domain_kit/) does
+    most of `synthesize_task`. See README "Add a domain".
+    """
 
     name: str
     policy: str  # the rules the agent must follow (policy.md)
     toolbox: Toolbox
+    vocabulary: DomainVocabulary
 
     def initial_state(self, init: InitialState) -> BaseModel:
         """The world state for a task: generated from init.seed, then patches applied."""

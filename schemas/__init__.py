@@ -26,6 +26,7 @@ from trajforge.schemas.llm import (
 )
 from trajforge.schemas.persona import Persona, TraitVector
 from trajforge.schemas.task import (
+    TASK_TYPE_PATTERN,
     GoldAction,
     InitialState,
     IntentCoordinates,
@@ -82,6 +83,7 @@ __all__ = [
     "IntentCoordinates",
     "StatePatch",
     "Task",
+    "TASK_TYPE_PATTERN",
     "TaskType",
     "TaskVerification",
     "UserScenario",

@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, StringConstraints
 
 from trajforge.schemas.base import SCHEMA_VERSION, Record
 from trajforge.schemas.persona import Persona
 
-TaskType = Literal[
-    "cancel_order",
-    "modify_items",
-    "modify_address",
-    "modify_payment",
-    "return_items",
-    "exchange_items",
-    "order_status",
-    "product_info",
-    "update_user_address",
-]
+#: Task types are declared by each domain (its `DomainVocabulary.task_types`, a closed set that
+#: synthesis and task verification check); the schema only fixes their shape, so a new domain
+#: needs no schema change.
+TASK_TYPE_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
+TaskType = Annotated[str, StringConstraints(pattern=TASK_TYPE_PATTERN)]
 
 
 class IntentCoordinates(Record):

@@ -25,6 +25,7 @@ class RetailDomain:
     """Online retail (tau2-bench style): orders, returns, exchanges, addresses, payments."""
 
     name = "retail"
+    vocabulary = tasks.VOCABULARY
 
     def __init__(self) -> None:
         self.policy: str = load_policy()

@@ -1,0 +1,125 @@
+"""Scenario assembly and the one synthesis recipe every kit-built domain shares.
+
+`synthesize` is the whole of task synthesis for a domain on the kit: a seeded rng per
+(world seed, persona, domain), a sampled complexity, the plan search, the gold final hash from a
+replay on a copy, and a `Task` whose intent lists the plan's task types (checked against the
+domain's declared set, so a typo in a builder fails loudly instead of shipping an unknown type).
+The domain only says how a plan reads to the user (`instructions`) and may rewrite the scenario
+(e.g. a low-recall user who forgets ids) through `finish_scenario`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from trajforge.generators.domain_kit.planning import Plan, TaskSpace, best_plan
+from trajforge.generators.domain_kit.replay import gold_final_hash
+from trajforge.generators.prompts import STOP_TOKEN
+from trajforge.generators.tooling import TaskRejected, Toolbox
+from trajforge.generators.vocabulary import DomainVocabulary
+from trajforge.schemas import (
+    InitialState,
+    IntentCoordinates,
+    Persona,
+    Task,
+    UserScenario,
+    derive_seed,
+)
+
+DEFAULT_COMPLEXITIES = (1, 2, 3)
+
+#: How the simulated user must behave, whatever the domain (appended to every instructions text).
+DISCLOSURE_RULES = (
+    "Give information only when the agent needs it, and only what is in your known info; if "
+    "asked for anything else, say you don't know - never invent ids, amounts or details. "
+    "Confirm an action with 'yes' only if the details the agent lists match your request. "
+    "When all your requests are handled, or the agent says they cannot be, end the "
+    f"conversation with {STOP_TOKEN}."
+)
+
+
+def numbered_requests(plan: Plan) -> str:
+    """The sub-goals' requests as a numbered list, in the order the user makes them."""
+    return "\n".join(f"{i}. {g.request}" for i, g in enumerate(plan.goals, 1))
+
+
+def generic_instructions(plan: Plan, persona: Persona, vocabulary: DomainVocabulary) -> str:
+    """Instructions for a domain with no framing of its own: who you are, what to ask, the rules."""
+    return (
+        f"You are {persona.name}, a {vocabulary.user_role} talking to a {vocabulary.agent_role}. "
+        f"Your manner: {persona.communication_style}\n"
+        f"Your requests, in this order:\n{numbered_requests(plan)}\n{DISCLOSURE_RULES}"
+    )
+
+
+def scenario_from_plan(plan: Plan, instructions: str) -> UserScenario:
+    """Known info (opening first, then each sub-goal's), unknowns and "You want to ..." reason."""
+    known = dict(plan.opening.known_info)
+    for goal in plan.goals:
+        known.update(goal.known_info)
+    reasons = [g.reason for g in plan.goals]
+    reason = "You want to " + (", then ".join(reasons) if len(reasons) > 1 else reasons[0]) + "."
+    return UserScenario(
+        reason_for_contact=reason,
+        known_info=known,
+        unknown_info=tuple(u for g in plan.goals for u in g.unknown_info),
+        instructions=instructions,
+    )
+
+
+@dataclass(frozen=True)
+class SynthesisRecipe:
+    """A domain's inputs to `synthesize`: everything that differs between domains."""
+
+    domain: str
+    vocabulary: DomainVocabulary
+    space: TaskSpace
+    toolbox: Toolbox
+    #: (plan, initial state, persona) -> the user's instructions text.
+    instructions: Callable[[Plan, BaseModel, Persona], str]
+    #: (scenario, plan, initial state, persona, rng) -> the final scenario; identity by default.
+    finish_scenario: Callable[
+        [UserScenario, Plan, BaseModel, Persona, random.Random], UserScenario
+    ] = lambda scenario, plan, state, persona, rng: scenario
+    complexities: Sequence[int] = DEFAULT_COMPLEXITIES
+
+
+def synthesize(
+    recipe: SynthesisRecipe,
+    initial_state: Callable[[InitialState], BaseModel],
+    persona: Persona,
+    seed: int,
+) -> Task:
+    """A task for `persona` over the world generated from `seed`, or TaskRejected."""
+    rng = random.Random(derive_seed(seed, persona.id, recipe.domain, "synthesize_task"))
+    init = InitialState(seed=seed)
+    state = initial_state(init)
+    complexity = rng.choice(tuple(recipe.complexities))
+    plan = best_plan(recipe.space, recipe.toolbox, state, complexity, rng)
+    if plan is None:
+        raise TaskRejected("no_feasible_task", f"no actor of world {seed} has a feasible sub-goal")
+    final_hash = gold_final_hash(recipe.toolbox, state, plan.actions)
+    if final_hash is None:
+        raise TaskRejected("gold_action_failed", f"gold plan failed on a fresh world {seed}")
+    task_types = tuple(g.task_type for g in plan.goals)
+    recipe.vocabulary.check_task_types(task_types, recipe.domain)
+    scenario = scenario_from_plan(plan, recipe.instructions(plan, state, persona))
+    return Task.create(
+        domain=recipe.domain,
+        intent=IntentCoordinates(
+            persona_id=persona.id,
+            domain=recipe.domain,
+            task_types=task_types,
+            complexity=len(plan.goals),
+        ),
+        persona=persona,
+        scenario=recipe.finish_scenario(scenario, plan, state, persona, rng),
+        initial_state=init,
+        gold_actions=plan.actions,
+        expected_outputs=tuple(o for g in plan.goals for o in g.expected_outputs),
+        gold_final_hash=final_hash,
+    )

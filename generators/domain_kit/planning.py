@@ -1,0 +1,115 @@
+"""Plan search: pick a leading task type, then an actor who can do it, then more sub-goals.
+
+Every domain that synthesizes tasks from its state faces the same search: task types should be
+balanced (so the leading type is drawn uniformly), a task should reach the sampled complexity
+when some actor allows it, and later sub-goals must see the effects of earlier ones (a gift card
+spent by one is not spent again by the next). The domain supplies a `TaskSpace`; the search and
+the replay on a working copy live here once.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from trajforge.generators.domain_kit.goals import Opening, SubGoal, SubGoalBuilder
+from trajforge.generators.domain_kit.replay import copy_state, run_actions
+from trajforge.generators.tooling import Toolbox
+from trajforge.schemas import GoldAction
+
+S = TypeVar("S", bound=BaseModel)
+
+
+class TaskSpace(Protocol[S]):
+    """What a domain gives the planner: its sub-goal builders, its actors, their opening."""
+
+    #: Task type -> builder; the keys are the domain's declared task types, in a fixed order.
+    builders: Mapping[str, SubGoalBuilder]
+
+    def actors(self, state: S) -> Sequence[str]:
+        """Ids of who may contact the agent (users, accounts), in a stable order."""
+        ...
+
+    def opening(self, state: S, actor: str, rng: random.Random) -> Opening:
+        """The actions and known info every conversation of `actor` starts with."""
+        ...
+
+
+@dataclass(frozen=True)
+class Plan(Generic[S]):
+    """A feasible task: who asks, how they open, and their sub-goals in order."""
+
+    actor: str
+    opening: Opening
+    goals: tuple[SubGoal, ...]
+
+    @property
+    def actions(self) -> tuple[GoldAction, ...]:
+        """The whole gold plan: the opening's actions, then each sub-goal's."""
+        return self.opening.actions + tuple(a for g in self.goals for a in g.actions)
+
+
+def plan_actor(
+    space: TaskSpace,
+    toolbox: Toolbox,
+    state: BaseModel,
+    actor: str,
+    types: Sequence[str],
+    complexity: int,
+    rng: random.Random,
+) -> Plan | None:
+    """Up to `complexity` feasible sub-goals for one actor, the first of type `types[0]`.
+
+    Each sub-goal is executed on a working copy before the next is built, so later ones see
+    earlier effects. None when the first type is infeasible for this actor.
+    """
+    first = space.builders[types[0]](state, actor, rng, frozenset())
+    if first is None:  # decided on the untouched state: the opening is assumed read-only
+        return None
+    work = copy_state(state)
+    opening = space.opening(state, actor, rng)
+    if not (
+        run_actions(toolbox, work, opening.actions) and run_actions(toolbox, work, first.actions)
+    ):
+        return None
+    goals: list[SubGoal] = [first]
+    for task_type in types[1:]:
+        if len(goals) == complexity:
+            break
+        claimed = frozenset(g.claim for g in goals)
+        goal = space.builders[task_type](work, actor, rng, claimed)
+        # A failed sub-goal is dropped; its reads changed nothing and a failed write is undone.
+        if goal is not None and run_actions(toolbox, work, goal.actions):
+            goals.append(goal)
+    return Plan(actor, opening, tuple(goals))
+
+
+def best_plan(
+    space: TaskSpace, toolbox: Toolbox, state: BaseModel, complexity: int, rng: random.Random
+) -> Plan | None:
+    """Pick the leading task type uniformly (so types are balanced), then an actor who can do it.
+
+    The first actor reaching `complexity` sub-goals wins, else the one with the most. A leading
+    type no actor can do (no delivered orders at all, say) passes to the next type.
+    """
+    leading = list(space.builders)
+    rng.shuffle(leading)
+    actors = list(space.actors(state))
+    rng.shuffle(actors)
+    for first in leading:
+        rest = [t for t in space.builders if t != first]
+        best: Plan | None = None
+        for actor in actors:
+            rng.shuffle(rest)
+            plan = plan_actor(space, toolbox, state, actor, [first, *rest], complexity, rng)
+            if plan is not None and (best is None or len(plan.goals) > len(best.goals)):
+                best = plan
+            if best is not None and len(best.goals) == complexity:
+                return best
+        if best is not None:
+            return best
+    return None
