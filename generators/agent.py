@@ -17,6 +17,7 @@ from trajforge.generators.user import response_cost
 from trajforge.schemas import (
     ChatRequest,
     Cost,
+    GoldAction,
     LLMClient,
     Message,
     SamplingParams,
@@ -74,8 +75,40 @@ def oracle_closing(task: Task) -> str:
     return f"{facts}Your request has been completed. Is there anything else I can help you with?"
 
 
+def confirmation_prompt(action: GoldAction) -> str:
+    """The oracle's request for a yes before a write: the action and every argument, in words."""
+    details = ", ".join(
+        f"{key.replace('_', ' ')} {_spoken(value)}"
+        for key, value in sorted(action.arguments.items())
+    )
+    return f"To confirm, I will {action.name.replace('_', ' ')} ({details}). Shall I go ahead (yes/no)?"
+
+
+def _spoken(value: object) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k.replace('_', ' ')} {_spoken(v)}" for k, v in sorted(value.items()))
+    if isinstance(value, list | tuple):
+        return " and ".join(_spoken(v) for v in value)
+    return str(value)
+
+
+def _just_confirmed(messages: Sequence[Message]) -> bool:
+    texts = [m for m in messages if m.content and m.role in ("user", "assistant")]
+    return (
+        len(texts) >= 2
+        and texts[-1].role == "user"
+        and texts[-2].role == "assistant"
+        and ((texts[-2].content or "").startswith("To confirm"))
+        and messages[-1].role == "user"
+    )
+
+
 class OracleAgent:
-    """Executes the task's gold actions in order (one call per act), then reports and closes."""
+    """Executes the task's gold actions in order (one call per act), then reports and closes.
+
+    Before each write it asks for a yes with the action's details (the policy every domain's
+    rules check), so oracle trajectories are references the policy filter keeps.
+    """
 
     def __init__(self, task: Task):
         self._task = task
@@ -87,6 +120,12 @@ class OracleAgent:
         gold = self._task.gold_actions
         if issued < len(gold):
             action = gold[issued]
+            if _writes(action, tools) and not _just_confirmed(messages):
+                return AgentTurn(Message(role="assistant", content=confirmation_prompt(action)))
             call = ToolCall(id=f"call_{issued}", name=action.name, arguments=action.arguments)
             return AgentTurn(Message(role="assistant", content=None, tool_calls=(call,)))
         return AgentTurn(Message(role="assistant", content=oracle_closing(self._task)))
+
+
+def _writes(action: GoldAction, tools: Sequence[ToolSpec]) -> bool:
+    return any(t.name == action.name and t.mutates_state for t in tools)
