@@ -19,7 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from trajforge.generators.agent import oracle_closing
+from trajforge.generators.agent import oracle_closing, write_report
 from trajforge.generators.entities import check_entities, entity_tokens
 from trajforge.generators.prompts import (
     STOP_TOKEN,
@@ -220,6 +220,15 @@ class _PlanWriter:
         self.agent_facts.extend(_call_facts(item))
 
 
+def write_reports(calls: list[SkeletonCall]) -> list[str]:
+    """The closing's sentence per successful write (what was done, how it came out)."""
+    return [
+        write_report(c.call.name, c.call.arguments, c.execution.observation)
+        for c in calls
+        if c.execution.mutating and c.execution.error is None
+    ]
+
+
 def plan_blueprint(task: Task, calls: list[SkeletonCall]) -> list[PlanItem]:
     """Order the conversation as a real support exchange: opening, then for each gold call the
     info it needs (asked and answered right before it) and, before a write, a confirmation;
@@ -243,7 +252,7 @@ def plan_blueprint(task: Task, calls: list[SkeletonCall]) -> list[PlanItem]:
                 writer.exchange_info(label, value)
         if index < len(calls):
             writer.execute(calls[index])
-    closing = oracle_closing(task)
+    closing = oracle_closing(task, write_reports(calls))
     plan = writer.plan
     plan.append(Utterance("assistant", closing, task.expected_outputs, tuple(writer.agent_facts)))
     plan.append(Utterance("user", "No, that's all. Thank you!", (), user_facts))

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from trajforge.generators.plugins import PluginError, is_plugin_path, load_object
 from trajforge.verifiers.hallucination import HallucinatedValuesFilter
 from trajforge.verifiers.loops import LoopsFilter
+from trajforge.verifiers.outcome_told import OutcomeToldFilter
 from trajforge.verifiers.policy import PolicyFilter
 from trajforge.verifiers.protocol import TrajectoryFilter, conformance_problems
 from trajforge.verifiers.signatures import AnswerBeforeEvidenceFilter
@@ -36,6 +37,7 @@ FILTERS: MappingProxyType[str, type[Any]] = MappingProxyType(
             LoopsFilter,
             UserFidelityFilter,
             PolicyFilter,
+            OutcomeToldFilter,
         )
     }
 )
