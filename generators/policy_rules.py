@@ -61,3 +61,17 @@ class PolicyRules(BaseModel):
     status_field: str = "status"
     #: The tool that hands over to a human: allowed only when the gold plan uses it too.
     transfer_tool: str | None = None
+
+
+class ClaimTypes(BaseModel):
+    """The entity types a domain's agent makes claims about, for the grounding-by-object check
+    (verifiers/grounding.py): which tokens name an object, which argument/result field holds its
+    id, which words are its statuses, and what a street address looks like."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    object_pattern: str  # regex of an object id in text, e.g. an order id `#W\d+`
+    object_key: str  # the argument / result field holding that id
+    statuses: tuple[str, ...] = ()
+    status_field: str = "status"
+    address_pattern: str | None = None  # regex of a street address line in text

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from trajforge.generators.plugins import PluginError, is_plugin_path, load_object
+from trajforge.verifiers.grounding import GroundedClaimsFilter
 from trajforge.verifiers.hallucination import HallucinatedValuesFilter
 from trajforge.verifiers.loops import LoopsFilter
 from trajforge.verifiers.outcome_told import OutcomeToldFilter
@@ -38,6 +39,7 @@ FILTERS: MappingProxyType[str, type[Any]] = MappingProxyType(
             UserFidelityFilter,
             PolicyFilter,
             OutcomeToldFilter,
+            GroundedClaimsFilter,
         )
     }
 )

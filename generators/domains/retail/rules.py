@@ -8,7 +8,7 @@ at a time; transfer only when nothing else is allowed.
 
 from __future__ import annotations
 
-from trajforge.generators.policy_rules import PolicyRules, StatusRule
+from trajforge.generators.policy_rules import ClaimTypes, PolicyRules, StatusRule
 
 _PENDING = StatusRule(object_arg="order_id", allowed=("pending",))
 _DELIVERED = StatusRule(object_arg="order_id", allowed=("delivered",))
@@ -27,4 +27,19 @@ RETAIL_RULES = PolicyRules(
         "exchange_delivered_order_items": _DELIVERED,
     },
     transfer_tool="transfer_to_human_agents",
+)
+
+#: What retail claims are about: orders (by `#W...` id), their statuses, street addresses.
+RETAIL_CLAIMS = ClaimTypes(
+    object_pattern=r"#W\d{7}",
+    object_key="order_id",
+    statuses=(
+        "pending",
+        "processed",
+        "delivered",
+        "cancelled",
+        "return requested",
+        "exchange requested",
+    ),
+    address_pattern=r"\b\d{1,6} [A-Z][a-z]+(?: [A-Z][a-z]+)* (?:St|Ave|Ln|Rd|Dr|Blvd|Way|Ct|Pl)\b",
 )
