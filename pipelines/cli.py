@@ -2,6 +2,7 @@
 
     trajforge build --config configs/quickstart.yaml --output runs/quick [--resume|--overwrite]
                     [any Beam pipeline option, e.g. --runner DataflowRunner --project ...]
+    trajforge verify --input FILE.jsonl|RUN_DIR --output VERDICTS.jsonl [--config CONFIG]
 
 Unknown flags are passed to Beam unchanged. Local runs default to `--runner=FnApiRunner`, which
 never downloads a runner binary.
@@ -51,6 +52,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     calib.add_argument("--run", required=True, help="a finished run directory")
     calib.add_argument("--limit", type=int, default=None, help="judge at most this many")
+    verify = sub.add_parser(
+        "verify", help="run the gate over trajectories on disk, one verdict per line"
+    )
+    verify.add_argument("--input", required=True, help="Trajectory JSONL file or run directory")
+    verify.add_argument("--output", required=True, help="verdicts JSONL to write")
+    verify.add_argument("--config", default=None, help="build config whose quality.filters to run")
     return parser
 
 
@@ -151,6 +158,22 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_verify(args: argparse.Namespace) -> int:
+    import os
+
+    from trajforge.pipelines.verify import verify_file
+    from trajforge.verifiers.filters import DEFAULT_FILTERS
+
+    if not os.path.exists(args.input):
+        raise UsageError(f"--input {args.input} does not exist (a JSONL file or a run directory)")
+    specs = load_config(args.config).quality.filters if args.config else DEFAULT_FILTERS
+    counts = verify_file(args.input, args.output, specs)
+    for key in sorted(counts):
+        print(f"{key:<44}{counts[key]:>8}")
+    print(f"\nVerdicts written to {args.output}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     args, beam_args = _parser().parse_known_args(argv)
@@ -159,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_build(args, beam_args)
         if args.command == "calibrate":
             return cmd_calibrate(args)
+        if args.command == "verify":
+            return cmd_verify(args)
     except (ConfigError, UsageError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
