@@ -83,10 +83,10 @@ def _check_call(walk: _Walk, index: int, call: ToolCall, step: StepRecord) -> No
     if rules.auth_tools and walk.authenticated is None and call.name not in free:
         walk.flag("policy.authenticate_first", index, f"{call.name} before authentication")
     _check_owner(walk, index, call, step)
-    if step.mutating:
-        _check_write(walk, index, call)
-    if call.name == rules.transfer_tool:
+    if call.name == rules.transfer_tool:  # a hand-over, not a write the user confirms
         _check_transfer(walk, index)
+    elif step.mutating:
+        _check_write(walk, index, call)
     _remember_statuses(walk, step)
 
 
