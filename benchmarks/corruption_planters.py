@@ -100,6 +100,10 @@ def _user_and_orders(trajectory: Trajectory, domain: Domain) -> tuple[str, list[
     return user, list(state.users[user].orders), state.orders
 
 
+def _touched(trajectory: Trajectory) -> set[str]:
+    return {c.arguments["order_id"] for c in trajectory.tool_calls() if "order_id" in c.arguments}
+
+
 def _worked_order(trajectory: Trajectory) -> str | None:
     ids = [c.arguments["order_id"] for c in trajectory.tool_calls() if "order_id" in c.arguments]
     return ids[-1] if ids else None
@@ -182,11 +186,13 @@ def wrong_status_claim(t: Trajectory, d: Domain, rng: random.Random) -> Trajecto
     if order is None:
         return None
     _, _, orders = _user_and_orders(t, d)
-    seen = {orders[order].status}
+    seen = {orders[o].status for o in _touched(t)}  # an unnamed claim may mean any of them
     for s in t.steps:
-        if s.result and order in s.result and '"status"' in s.result:
+        if s.result and '"status"' in s.result:
             seen.add(json.loads(s.result).get("status"))
     wrong = sorted({"pending", "processed", "delivered", "cancelled"} - seen)
+    if not wrong:
+        return None
     talk = talk_of(t)
     return rebuild(t, d, _say(talk, _closing(talk), f"That order is {rng.choice(wrong)}."))
 

@@ -5,8 +5,8 @@ The value-evidence check (hallucination.py) only sees tokens with digits, anywhe
 conversation. It misses a status without digits ("delivered"), a street address without its zip,
 a seen value attached to the wrong order, and an action narrated in the passive voice ("your order
 has been cancelled") with no write behind it. Using the domain's declared `ClaimTypes`, each
-sentence of agent text is tied to the objects it names (or, when it names none, to the object the
-agent last worked on) and checked against the tool results about those objects.
+sentence of agent text is tied to the objects it names (or, when it names none, to any object the
+conversation has touched) and checked against the tool results about those objects.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class _Seen:
     statuses: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     writes: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     texts: list[str] = field(default_factory=list)
-    current: str | None = None
+    touched: set[str] = field(default_factory=set)
 
 
 def _learn(seen: _Seen, message: Message, types: ClaimTypes, steps: dict) -> None:
@@ -46,7 +46,7 @@ def _learn(seen: _Seen, message: Message, types: ClaimTypes, steps: dict) -> Non
     for call in message.tool_calls:
         obj = call.arguments.get(types.object_key)
         if isinstance(obj, str):
-            seen.current = obj
+            seen.touched.add(obj)
         step = steps.get(call.id)
         if step is None:
             continue
@@ -87,14 +87,12 @@ def _sentence_problems(
 
 
 def _message_problems(text: str, types: ClaimTypes, seen: _Seen, verbs: dict) -> list[str]:
-    """Sentence by sentence; one that names no object may mean one named earlier in the same
-    message or the object the agent last worked on."""
+    """Sentence by sentence; one that names no object may mean any object of the conversation
+    so far (a closing answering several questions names none), so its claim must hold for one."""
     problems: list[str] = []
-    context = {seen.current} if seen.current else set()
     for sentence in _SENTENCE.findall(text):
         named = re.findall(types.object_pattern, sentence)
-        context |= set(named)
-        objects = named or sorted(context)
+        objects = named or sorted(seen.touched)
         problems += _sentence_problems(sentence, objects, seen, types, verbs)
     return problems
 
