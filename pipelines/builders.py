@@ -67,13 +67,17 @@ def _user_factory(config: BuildConfig, clients: Any) -> Callable[[Task], UserSim
     )
 
 
-def build_roles(config: BuildConfig, clients: Any) -> RoleBuilders:
-    """`clients` is the process's shared `RoleClients` (one client per backend)."""
-    judge = TrajectoryJudge(
+def build_judge(config: BuildConfig, clients: Any) -> TrajectoryJudge:
+    """The judge bound to the judge role's client, grading with the configured rubric."""
+    return TrajectoryJudge(
         [clients.judge], [clients.models["judge"]], config.quality.judge.settings
     )
+
+
+def build_roles(config: BuildConfig, clients: Any) -> RoleBuilders:
+    """`clients` is the process's shared `RoleClients` (one client per backend)."""
     return RoleBuilders(
         agent_for=_agent_factory(config, clients),
         user_for=_user_factory(config, clients),
-        judge=judge,
+        judge=build_judge(config, clients),
     )

@@ -42,15 +42,13 @@ def run_trajectories(run_dir: str, limit: int | None = None) -> Iterator[Traject
 def calibrate_run(run_dir: str, limit: int | None = None) -> dict:
     from trajforge.generators.domains import get_domain
     from trajforge.generators.llm.concurrency import run_all
+    from trajforge.pipelines.builders import build_judge
     from trajforge.pipelines.resources import shared_role_clients
     from trajforge.verifiers.calibration import calibrate
-    from trajforge.verifiers.judge import TrajectoryJudge
 
     config = BuildConfig.model_validate(json.loads(io.read_text(io.join(run_dir, "config.json"))))
     clients = shared_role_clients(config, run_dir)
-    judge = TrajectoryJudge(
-        [clients.judge], [clients.models["judge"]], config.quality.judge.settings
-    )
+    judge = build_judge(config, clients)
     policy = get_domain(config.domain).policy
     trajectories = list(run_trajectories(run_dir, limit))
 

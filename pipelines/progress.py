@@ -20,6 +20,8 @@ from tqdm import tqdm
 
 PROGRESS_DIR = "_progress"
 FINAL_STAGE = "split"
+#: Per-filter counters (`filter.<name>.kept`, `filter.<name>.rejected.<reason>`).
+FILTER_COUNTER_PREFIX = "filter."
 
 
 class ProgressTally:
@@ -66,7 +68,9 @@ def disposition(counters: Mapping[str, int]) -> tuple[int, int, int, int]:
     counters, `filter.<name>.*`, repeat the shortcut stage's and are left out)."""
     kept = counters.get(f"{FINAL_STAGE}.kept", 0)
     rejected = sum(
-        v for k, v in counters.items() if ".rejected." in k and not k.startswith("filter.")
+        v
+        for k, v in counters.items()
+        if ".rejected." in k and not k.startswith(FILTER_COUNTER_PREFIX)
     )
     failed = sum(v for k, v in counters.items() if k.endswith(".dead_letter"))
     return kept, rejected, failed, counters.get("tokens.llm_calls", 0)

@@ -2,11 +2,11 @@
 per role and the objects built on them (judge, agent and user factories).
 
 A `StageResources` is small and picklable (it carries only the config and the run directory);
-`setup()`, called from DoFn.setup() on the worker, builds the heavy objects, once per DoFn
+`setup()`, called from DoFn.setup() on the worker, builds the heavy objects once per DoFn
 instance (see pipelines/builders.py); plugin domains and filters are imported there, so they
-resolve on remote workers too. LLM clients are
-shared by every DoFn instance in a process (one connection pool, one local model, one cache
-connection), which is what lets one worker keep hundreds of calls in flight.
+resolve on remote workers too. LLM clients are shared by every DoFn instance in a process (one
+connection pool, one local model, one cache connection), which is what lets one worker keep
+hundreds of calls in flight.
 """
 
 from __future__ import annotations

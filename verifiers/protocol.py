@@ -3,7 +3,9 @@
 A filter has a `name` (its counters are `filter.<name>.kept` and
 `filter.<name>.rejected.<reason>`), declares up front the `reasons` it may emit (so a plugin
 filter can add reasons and every rejection stays typed and countable), and answers one question
-with `check(trajectory, context) -> FilterResult`.
+with `check(trajectory, context) -> FilterResult`. A declared `family.*` covers every reason
+`family.<id>`: a policy checker whose rules come from the domain declares `policy.*` and rejects
+with `policy.<rule>`, still one typed reason (and counter) per rule.
 
 Filter classes are frozen pydantic models whose fields are their parameters: the config entry
 `{name: loops, max_repeats: 3}` validates straight into `LoopsFilter(max_repeats=3)`, with
@@ -61,6 +63,16 @@ class UndeclaredReason(RuntimeError):
     """A filter rejected with a reason it did not declare (a bug in that filter)."""
 
 
+def is_reason_declaration(value: object) -> bool:
+    """A reason id, or a family `prefix.*` of them."""
+    return isinstance(value, str) and is_reason_id(value.removesuffix(".*"))
+
+
+def declares(reasons: Sequence[str], reason: str) -> bool:
+    """`reason` is one of `reasons`, or falls in a declared `family.*`."""
+    return reason in reasons or any(r.endswith(".*") and reason.startswith(r[:-1]) for r in reasons)
+
+
 def conformance_problems(cls: Any) -> list[str]:
     """What keeps `cls` from being a usable filter class (empty when it conforms)."""
     if not (isinstance(cls, type) and issubclass(cls, BaseModel)):
@@ -75,10 +87,10 @@ def conformance_problems(cls: Any) -> list[str]:
             f"{cls.__name__}.name must be a lowercase snake_case identifier, got {name!r}"
         )
     reasons = getattr(cls, "reasons", None)
-    if not (isinstance(reasons, tuple) and reasons and all(map(is_reason_id, reasons))):
+    if not (isinstance(reasons, tuple) and reasons and all(map(is_reason_declaration, reasons))):
         problems.append(
             f"{cls.__name__}.reasons must be a non-empty tuple of reason ids "
-            f"(lowercase snake_case, dot-separated), got {reasons!r}"
+            f"(lowercase snake_case, dot-separated; `family.*` for a family), got {reasons!r}"
         )
     if not callable(getattr(cls, "check", None)):
         problems.append(f"{cls.__name__} has no check(trajectory, context) method")
@@ -90,7 +102,7 @@ def run_filter(
 ) -> FilterResult:
     """`flt.check(...)`, refusing a rejection whose reason the filter did not declare."""
     result = flt.check(trajectory, context)
-    if not result.passed and result.reason not in flt.reasons:
+    if not result.passed and not declares(flt.reasons, result.reason or ""):
         raise UndeclaredReason(
             f"filter {flt.name!r} rejected with {result.reason!r}, which is not among its "
             f"declared reasons {flt.reasons}; add it to {type(flt).__name__}.reasons"

@@ -22,7 +22,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindows
 
-from trajforge.pipelines.progress import ProgressTally
+from trajforge.pipelines.progress import FILTER_COUNTER_PREFIX, ProgressTally
 from trajforge.pipelines.resources import StageResources
 from trajforge.schemas import DeadLetter, Record, Rejected, Rejection, Stage, canonical_json
 
@@ -126,9 +126,6 @@ class SyncStageFn(beam.DoFn):
 
     def finish_bundle(self):
         self.counters.flush()
-
-
-FILTER_COUNTER_PREFIX = "filter."
 
 
 class FilterStageFn(SyncStageFn):

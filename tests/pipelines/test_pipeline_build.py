@@ -88,14 +88,29 @@ def test_scripted_build_layout_manifest_and_accounting(tmp_path, config_path, ca
     assert rows == {s: v["rows"] for s, v in manifest["outputs"]["splits"].items()}
 
 
+PLUGIN_FILTERS = """
+quality:
+  filters:
+    - agent_tool_calls
+    - narrated_actions
+    - answer_before_evidence
+    - hallucinated_values
+    - loops
+    - user_fidelity
+    - {path: 'tests.plugins.filters:AgentWordBudgetFilter', max_words: 100000}
+"""
+
+
 def test_multiprocessing_build(tmp_path, config_path):
-    """Catches pickling and import problems that would also break Dataflow workers.
+    """Catches pickling and import problems that would also break Dataflow workers, including
+    a plugin filter resolved by dotted path in each worker process's setup().
 
     Beam's local multi-process harness (gRPC to two worker subprocesses) failed with a
     RuntimeError twice in ~10 full-suite runs on a loaded 2-core machine and never when run
     alone; a pickling or import problem fails every time, so one retry keeps the test's point
     without the harness's flakiness (the first error is printed).
     """
+    config_path.write_text(CONFIG + PLUGIN_FILTERS)
     flags = ("--direct_running_mode=multi_processing", "--direct_num_workers=2")
     try:
         code = build(config_path, tmp_path / "mp", *flags)
@@ -105,7 +120,10 @@ def test_multiprocessing_build(tmp_path, config_path):
         code = build(config_path, tmp_path / "mp-retry", *flags)
         out = tmp_path / "mp-retry"
     assert code == 0
-    check_run(out)
+    manifest = check_run(out)
+    budget = manifest["filters"][-1]
+    assert budget["name"] == "agent_word_budget"
+    assert budget["kept"] == manifest["stage_counts"]["shortcut.kept"] > 0
 
 
 ROLLOUT_DRY_RUN = """

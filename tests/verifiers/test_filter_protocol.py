@@ -81,6 +81,23 @@ def test_undeclared_reason_is_refused(context):
         run_filter(Sloppy(), cancel_convo().build(), context)
 
 
+def test_a_declared_family_covers_its_members(context):
+    class PolicyLike(FILTERS["loops"]):
+        reasons = ("policy.*",)
+
+        def check(self, trajectory, context):
+            rule = "confirm_before_write" if trajectory.steps else "x"
+            return FilterResult.reject(f"policy.{rule}", "rule broken")
+
+    assert conformance_problems(PolicyLike) == []
+    verdict = run_filter(PolicyLike(), cancel_convo().build(), context)
+    assert verdict.reason == "policy.confirm_before_write"
+    outside = FilterResult.reject("other.rule", "x")
+    PolicyLike.check = lambda self, t, c: outside
+    with pytest.raises(UndeclaredReason):
+        run_filter(PolicyLike(), cancel_convo().build(), context)
+
+
 def test_reason_ids_are_validated():
     assert is_reason_id("policy.confirm_before_write") and is_reason_id("too_long_reply")
     for bad in ("Bad", "has space", "x" * 65, "trailing.", ""):

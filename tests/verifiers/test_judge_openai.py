@@ -20,7 +20,10 @@ def serve(content_for):
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             seen.append(body)
-            request = ChatRequest(model="m", messages=(Message(role="user", content="x"),))
+            messages = tuple(
+                Message(role=m["role"], content=m["content"]) for m in body["messages"]
+            )
+            request = ChatRequest(model=body["model"], messages=messages)
             reply = {
                 "id": "c1",
                 "object": "chat.completion",
