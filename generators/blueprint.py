@@ -199,6 +199,7 @@ class _PlanWriter:
     user_facts: tuple[str, ...]
     agent_facts: list[str]
     plan: list[PlanItem]
+    confirm_writes: bool = True
 
     def exchange_info(self, label: str, value: str) -> None:
         ask = f"Could you please tell me the {info_label(label)}?"
@@ -214,7 +215,7 @@ class _PlanWriter:
         self.plan.append(Utterance("user", "Yes, please go ahead.", ("yes",), self.user_facts))
 
     def execute(self, item: SkeletonCall) -> None:
-        if item.execution.mutating:
+        if item.execution.mutating and self.confirm_writes:
             self.confirm(item.call)
         self.plan.append(item)
         self.agent_facts.extend(_call_facts(item))
@@ -229,10 +230,14 @@ def write_reports(calls: list[SkeletonCall]) -> list[str]:
     ]
 
 
-def plan_blueprint(task: Task, calls: list[SkeletonCall]) -> list[PlanItem]:
+def plan_blueprint(
+    task: Task, calls: list[SkeletonCall], confirm_writes: bool = True
+) -> list[PlanItem]:
     """Order the conversation as a real support exchange: opening, then for each gold call the
     info it needs (asked and answered right before it) and, before a write, a confirmation;
-    then the summary with the expected outputs and the user's close.
+    then the summary with the expected outputs and the user's close. Known info the user already
+    said in the opening (a search question) is not asked for again; a domain whose policy needs no
+    confirmation (`confirm_writes = False`, search's final answer) gets none.
 
     The calls keep the gold order, and every value a call passes was said by the user or shown
     by a tool before it, so the shortcut filters see evidence before every use.
@@ -243,12 +248,13 @@ def plan_blueprint(task: Task, calls: list[SkeletonCall]) -> list[PlanItem]:
         user_facts,
         [s.reason_for_contact],
         [Utterance("user", first_person(s.reason_for_contact), (), user_facts)],
+        confirm_writes,
     )
     slots = info_slots(dict(s.known_info), calls)
     items = list(s.known_info.items())
     for index in range(len(calls) + 1):
         for (label, value), slot in zip(items, slots, strict=True):
-            if slot == index:
+            if slot == index and value not in s.reason_for_contact:
                 writer.exchange_info(label, value)
         if index < len(calls):
             writer.execute(calls[index])
@@ -418,7 +424,7 @@ async def run_blueprint(
     the user's turns (where the persona's voice matters) halves the cost of a trajectory.
     """
     state, calls = execute_skeleton(task, domain)
-    plan = plan_blueprint(task, calls)
+    plan = plan_blueprint(task, calls, getattr(domain, "confirm_writes", True))
     system = Message(role="system", content=agent_system_prompt(domain.policy))
     contexts = draft_contexts(plan, system)
     writer = _Verbaliser(llm, model, task, seed, sampling, max_retries)

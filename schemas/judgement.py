@@ -50,6 +50,10 @@ BuiltinReason = Literal[
     "prefix_solves",
     "exposed_constant",
     "no_tool_answer_succeeds",
+    # search-domain question synthesis: one typed reason per shortcut risk
+    "evidence_co_coverage",
+    "single_clue_selective",
+    "prior_knowledge_binding",
     # generation
     "entity_mismatch",
     "role_confusion",
@@ -59,6 +63,7 @@ BuiltinReason = Literal[
     "state_mismatch",
     "outputs_not_communicated",
     "bad_termination",
+    "evidence_not_covered",
     # judges
     "judge_below_threshold",
     "judge_ungradeable",

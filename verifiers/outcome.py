@@ -54,6 +54,16 @@ def missing_outputs(trajectory: Trajectory) -> tuple[str, ...]:
     )
 
 
+def domain_problems(trajectory: Trajectory, domain: Domain) -> list[str]:
+    """Problems found by the domain's own outcome checks (search: evidence coverage).
+
+    A domain may declare `outcome_checks`, functions trajectory -> problem text or None, each
+    problem starting with its rejection reason; domains without any declare nothing.
+    """
+    checks = getattr(domain, "outcome_checks", ())
+    return [p for check in checks if (p := check(trajectory)) is not None]
+
+
 def verify_outcome(trajectory: Trajectory, domain: Domain) -> OutcomeResult:
     """Replay, compare with gold, check outputs and termination; `reason` names what failed."""
     task = trajectory.task
@@ -79,6 +89,7 @@ def verify_outcome(trajectory: Trajectory, domain: Domain) -> OutcomeResult:
         problems.append(f"outputs_not_communicated: {', '.join(missing)}")
     if not termination_ok:
         problems.append(f"bad_termination: {trajectory.termination}")
+    problems += domain_problems(trajectory, domain)
     return OutcomeResult(
         passed=not problems,
         state_match=state_match,
@@ -99,6 +110,8 @@ def rejection_reason(result: OutcomeResult) -> RejectionReason | None:
         return "state_mismatch"
     if not result.outputs_communicated:
         return "outputs_not_communicated"
+    if "evidence_not_covered" in result.reason:
+        return "evidence_not_covered"
     return "bad_termination"
 
 

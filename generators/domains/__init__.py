@@ -5,11 +5,12 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from trajforge.generators.domains.retail import RetailDomain
+from trajforge.generators.domains.search import SearchDomain
 from trajforge.generators.plugins import is_plugin_path, load_domain
 from trajforge.generators.tooling import Domain
 
 #: Domain name -> class. Add a domain by importing it here; nothing is discovered implicitly.
-DOMAINS = MappingProxyType({"retail": RetailDomain})
+DOMAINS = MappingProxyType({"retail": RetailDomain, "search": SearchDomain})
 
 
 def get_domain(name: str) -> Domain:

@@ -1,0 +1,52 @@
+"""`SearchDomain`: a seeded fictional world, its corpus, search tools and multi-hop tasks."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+from trajforge.generators.domains.search import tasks
+from trajforge.generators.domains.search.data_model import SearchState
+from trajforge.generators.domains.search.tools import TOOLS
+from trajforge.generators.domains.search.verification import OUTCOME_CHECKS
+from trajforge.generators.tooling import Toolbox, apply_patches
+from trajforge.generators.vocabulary import DomainVocabulary
+from trajforge.schemas import InitialState, Persona, Task
+
+
+def load_policy() -> str:
+    """The agent's rules, shipped as package data next to the code they describe."""
+    return (
+        resources.files("trajforge.generators.domains.search")
+        .joinpath("policy.md")
+        .read_text("utf-8")
+    )
+
+
+class SearchDomain:
+    """Information seeking over a generated document collection (multi-hop questions)."""
+
+    name = "search"
+    outcome_checks = OUTCOME_CHECKS
+    confirm_writes = False  # the one write is the final answer; the policy asks no confirmation
+    #: Its words for generic code (the kit's Domain protocol); not read-only for the no-tool
+    #: check, as before the vocabulary existed (the answer is submitted by a write).
+    vocabulary = DomainVocabulary(task_types=("multi_hop_question",), user_role="user")
+
+    def __init__(self) -> None:
+        self.policy: str = load_policy()
+        self.toolbox: Toolbox = Toolbox(TOOLS)
+
+    def __reduce__(self):
+        """Pickle by name: the toolbox's generated argument models are not picklable."""
+        return (SearchDomain, ())
+
+    def initial_state(self, init: InitialState) -> SearchState:
+        """The state of world `init.seed` with no answer yet (patches applied, if any)."""
+        state = SearchState(world_seed=init.seed)
+        if init.patches:
+            state = apply_patches(state, init.patches)
+        return state  # type: ignore[return-value]
+
+    def synthesize_task(self, persona: Persona, seed: int) -> Task:
+        """A shortcut-checked multi-hop task; raises TaskRejected when none is feasible."""
+        return tasks.synthesize_task(self.toolbox, self.initial_state, persona, seed)
