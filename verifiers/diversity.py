@@ -15,7 +15,7 @@ from typing import get_args
 
 import numpy as np
 
-from trajforge.schemas import Record, TaskType, TraitVector, Trajectory
+from trajforge.schemas import Record, TraitVector, Trajectory
 
 
 class DimensionCoverage(Record):
@@ -72,20 +72,19 @@ def diversity_report(
     trajectories: Sequence[Trajectory],
     embeddings: np.ndarray | None = None,
     tool_names: Sequence[str] = (),
+    task_types: Sequence[str] = (),
 ) -> DiversityReport:
     """Vendi score (if embeddings are given) and coverage of traits, task types, complexity and
-    tools (`tool_names`: the domains' tool set; every tool called counts when it is empty)."""
+    tools. `tool_names` and `task_types` are what the build's domains declare (their toolboxes
+    and vocabularies); when empty, every tool called / task type seen counts as the universe."""
     personas = [t.task.persona.traits for t in trajectories]
     dims = [
         coverage(f"trait.{name}", values, (getattr(p, name) for p in personas))
         for name, values in trait_values().items()
     ]
+    seen_types = [tt for t in trajectories for tt in t.task.intent.task_types]
     dims.append(
-        coverage(
-            "task_type",
-            get_args(TaskType),
-            (tt for t in trajectories for tt in t.task.intent.task_types),
-        )
+        coverage("task_type", tuple(task_types) or tuple(sorted(set(seen_types))), seen_types)
     )
     dims.append(
         coverage(

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from trajectory_builders import Convo, cancel_convo, make_persona, make_task
 
+from trajforge.generators.domains.retail.tasks import VOCABULARY as RETAIL
 from trajforge.verifiers.dedup import (
     LSHParams,
     NearDupIndex,
@@ -154,6 +155,7 @@ def test_diversity_report_over_trajectories(good_trajectory):
         [good_trajectory, other],
         embeddings=np.eye(2),
         tool_names=("get_order_details", "cancel_pending_order", "return_delivered_order_items"),
+        task_types=RETAIL.task_types,
     )
     dims = {d.dimension: d for d in report.coverage}
     assert report.n == 2 and report.vendi_score == pytest.approx(2.0)
