@@ -113,15 +113,16 @@ def confirmation_prompt(action: GoldAction) -> str:
 
 def _details(arguments: dict[str, object]) -> str:
     """`key value, ...` in words, leaving out empty values (no "address2 ," in customer text)."""
-    spoken = ((k.replace("_", " "), _spoken(v)) for k, v in sorted(arguments.items()))
-    return ", ".join(f"{k} {v}" for k, v in spoken if v.strip())
+    words = ((k.replace("_", " "), spoken(v)) for k, v in sorted(arguments.items()))
+    return ", ".join(f"{k} {v}" for k, v in words if v.strip())
 
 
-def _spoken(value: object) -> str:
+def spoken(value: object) -> str:
+    """A JSON-like value in words: dicts as `key value`, lists joined with "and"."""
     if isinstance(value, dict):
-        return ", ".join(f"{k.replace('_', ' ')} {_spoken(v)}" for k, v in sorted(value.items()))
+        return ", ".join(f"{k.replace('_', ' ')} {spoken(v)}" for k, v in sorted(value.items()))
     if isinstance(value, list | tuple):
-        return " and ".join(_spoken(v) for v in value)
+        return " and ".join(spoken(v) for v in value)
     return str(value)
 
 

@@ -19,7 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from trajforge.generators.agent import oracle_closing, write_report
+from trajforge.generators.agent import oracle_closing, spoken, write_report
 from trajforge.generators.entities import check_entities, entity_tokens
 from trajforge.generators.prompts import (
     STOP_TOKEN,
@@ -106,7 +106,8 @@ def _describe_call(call: ToolCall) -> str:
 
 
 def _arg_text(value: object) -> str:
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    """An argument in words (lists joined with "and"): customer text never shows JSON."""
+    return spoken(value)
 
 
 def _call_facts(item: SkeletonCall) -> tuple[str, ...]:
