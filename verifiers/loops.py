@@ -43,15 +43,26 @@ def repeated_calls(
     return {call: n for call, n in counts.items() if n >= max_repeats}
 
 
+def _agent_stretches(trajectory: Trajectory) -> list[list[str]]:
+    """Normalised call keys between user turns: the agent's runs with no new information."""
+    stretches: list[list[str]] = [[]]
+    for message in trajectory.messages:
+        if message.role == "user":
+            stretches.append([])
+        stretches[-1] += [call_key(c.name, c.arguments) for c in message.tool_calls]
+    return stretches
+
+
 def two_cycles(trajectory: Trajectory) -> list[str]:
-    """`A <-> B` for each pair of calls that alternates A, B, A, B (reading back and forth)."""
-    keys = [call_key(c.name, c.arguments) for c in trajectory.tool_calls()]
-    found = []
-    for i in range(len(keys) - 3):
-        a, b = keys[i], keys[i + 1]
-        if a != b and keys[i + 2] == a and keys[i + 3] == b:
-            found.append(f"{a} <-> {b}")
-    return sorted(set(found))
+    """`A <-> B` for each pair of calls the agent alternates A, B, A, B without the user saying
+    anything in between (reading back and forth instead of acting)."""
+    found = set()
+    for keys in _agent_stretches(trajectory):
+        for i in range(len(keys) - 3):
+            a, b = keys[i], keys[i + 1]
+            if a != b and keys[i + 2] == a and keys[i + 3] == b:
+                found.add(f"{a} <-> {b}")
+    return sorted(found)
 
 
 def oscillating_paths(trajectory: Trajectory) -> dict[str, list[Any]]:

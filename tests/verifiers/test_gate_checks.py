@@ -83,6 +83,10 @@ def test_two_cycles_of_reads_are_a_loop():
     for order_id in ("#W1", "#W2"):
         c.call("get_order_details", order_id=order_id).result(ORDER)
     assert check_loops(c.build(), max_repeats=3).passed
+    c = Convo().user("first order?")  # the user names each order again: not a loop
+    for order_id in ("#W1", "#W2", "#W1", "#W2"):
+        c.call("get_order_details", order_id=order_id).result(ORDER).user("and the next?")
+    assert check_loops(c.build(), max_repeats=3).passed
 
 
 def test_user_speaking_as_the_agent_is_refused_on_the_record():
