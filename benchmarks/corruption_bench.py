@@ -95,6 +95,34 @@ def run(n_tasks: int, seed: int) -> dict:
         "bases": len(bases),
         "classes": per_class,
         "summary": _summary(per_class),
+        "dedup_pairs": dedup_calibration(bases, domain, seed),
+    }
+
+
+def dedup_calibration(bases: list, domain, seed: int) -> dict:
+    """Content-key agreement on labelled pairs: (base, paraphrase) and (base, base + harmless
+    read) are duplicates; two different bases are not (the hardest: same task types)."""
+    from trajforge.verifiers.content_key import content_key, same_content
+
+    paraphrase, extra_read = CLASSES["paraphrase"][0], CLASSES["extra_read"][0]
+    dups = []
+    for k, base in enumerate(bases):
+        rng = random.Random(derive_seed(seed, "dedup", k))
+        for variant in (paraphrase(base, domain, rng), extra_read(base, domain, rng)):
+            dups.append((content_key(base), content_key(variant)))
+    keys = [content_key(b) for b in bases]
+    different = [(a, b) for i, a in enumerate(keys) for b in keys[i + 1 :]]
+    sweep = {}
+    for j in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9):
+        sweep[str(j)] = {
+            "duplicates_found": sum(same_content(a, b, j) for a, b in dups) / max(len(dups), 1),
+            "different_called_duplicate": sum(same_content(a, b, j) for a, b in different),
+        }
+    return {
+        "duplicate_pairs": len(dups),
+        "different_pairs": len(different),
+        "different_pairs_same_intent": sum(a.intent == b.intent for a, b in different),
+        "by_jaccard": sweep,
     }
 
 
@@ -117,6 +145,16 @@ def markdown(report: dict) -> str:
         frac = c["rejected"] / c["n"] if c["n"] else float("nan")
         top = ", ".join(f"{r} ({k})" for r, k in list(c["reasons"].items())[:3])
         lines.append(f"| {name} | {c['label']} | {c['n']} | {frac:.0%} | {top} |")
+    d = report["dedup_pairs"]
+    lines.append(
+        f"\ndedup pairs: {d['duplicate_pairs']} duplicates, {d['different_pairs']} different "
+        f"({d['different_pairs_same_intent']} with the same intent)"
+    )
+    for j, r in d["by_jaccard"].items():
+        lines.append(
+            f"  jaccard {j}: duplicates found {r['duplicates_found']:.0%}, "
+            f"different pairs called duplicate {r['different_called_duplicate']}"
+        )
     s = report["summary"]
     lines.append(
         f"\nbad rejected: {s['bad_rejected']:.1%} of {s['bad_n']}; good kept: {s['good_kept']:.1%} of {s['good_n']} (bases: {report['bases']} of {report['generated']} generated)"

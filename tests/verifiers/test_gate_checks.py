@@ -97,3 +97,19 @@ def test_user_speaking_as_the_agent_is_refused_on_the_record():
     result = check_user_fidelity(bad.build(make_task()))
     assert not result.passed and result.reason == "role_confusion"
     assert check_user_fidelity(cancel_convo().build(make_task())).passed
+
+
+def test_semantic_duplicates_must_be_about_the_same_content():
+    from trajforge.verifiers.content_key import content_key, same_content
+
+    sara = cancel_convo().build(make_task())
+    paraphrased = Convo().user("Hello, Sara Doe here (sara@example.com); cancel #W1234567 please.")
+    for m in cancel_convo().messages[2:]:
+        paraphrased.messages.append(m)
+    paraphrased.steps = cancel_convo().steps
+    assert same_content(content_key(sara), content_key(paraphrased.build(make_task())))
+    other = Convo().user("Hi, I'm Omar Ali, omar@example.com. Cancel order #W7654321.")
+    other.call("find_user_id_by_email", email="omar@example.com").result("omar_ali_4321")
+    other.call("get_order_details", order_id="#W7654321").result({**OTHER, "total": 12.5})
+    other.agent("Order #W7654321 totals $12.50. Shall I cancel it? (yes/no)").user("yes")
+    assert not same_content(content_key(sara), content_key(other.build(make_task())))
