@@ -2,12 +2,15 @@
 
 Kept in one module so prompt changes are reviewed in one place and the scripted responders
 (`trajforge.generators.llm.responders`) can read the same marked sections the prompts write.
+What the two parties are called comes from the domain's vocabulary (`user_role`, `agent_role`:
+"customer" and "customer-support agent" in retail), so no prompt hard-codes one domain.
 """
 
 from __future__ import annotations
 
 import re
 
+from trajforge.generators.vocabulary import GENERIC_VOCABULARY, DomainVocabulary
 from trajforge.schemas import Persona, Task
 
 STOP_TOKEN = "###STOP###"
@@ -38,14 +41,19 @@ REASON_END = "[/REASON FOR CONTACT]"
 #: What the user-LLM sees as the agent's greeting before the first user turn.
 AGENT_GREETING = "Hi! How can I help you today?"
 
-ROLE_REMINDER = (
-    "Reminder: you are the CUSTOMER, not the support agent. Do not offer help, do not say you "
-    "performed any action, never write tool calls. Reply with the customer's next message only."
-)
+
+def role_reminder(vocabulary: DomainVocabulary = GENERIC_VOCABULARY) -> str:
+    """The nudge sent when a simulated user's reply sounded like the agent."""
+    user, agent = vocabulary.user_role, vocabulary.agent_role
+    return (
+        f"Reminder: you are the {user.upper()}, not the {agent}. Do not offer help, do not say "
+        f"you performed any action, never write tool calls. Reply with the {user}'s next message "
+        "only."
+    )
 
 
 def first_person(reason: str) -> str:
-    """A scenario's second-person reason ("You want to ...") as the customer would say it."""
+    """A scenario's second-person reason ("You want to ...") as the user would say it."""
     text = reason.strip()
     text = re.sub(r"^You want\b", "Hi, I want", text)
     text = re.sub(r"^You\b", "Hi, I", text)
@@ -60,7 +68,7 @@ def info_label(label: str) -> str:
 
 
 def giving_info(label: str, value: str) -> str:
-    """The customer's template sentence for one piece of known info."""
+    """The user's template sentence for one piece of known info."""
     name = info_label(label)
     if len(name.split()) <= 2:
         return f"My {name} is {value}."
@@ -83,14 +91,15 @@ def describe_persona(persona: Persona) -> str:
     )
 
 
-def user_system_prompt(task: Task) -> str:
+def user_system_prompt(task: Task, vocabulary: DomainVocabulary = GENERIC_VOCABULARY) -> str:
     """System prompt of the simulated user: persona, scenario, disclosure and stop rules."""
     s = task.scenario
     known = "\n".join(f"- {label}: {value}" for label, value in s.known_info.items()) or "- none"
     unknown = "\n".join(f"- {item}" for item in s.unknown_info) or "- none"
     return (
-        "You are a CUSTOMER contacting a customer-support agent. You are not the agent: never "
-        "offer help, never claim to have performed actions, never write tool calls.\n\n"
+        f"You are the {vocabulary.user_role.upper()}, talking to the {vocabulary.agent_role}. "
+        "You are not the agent: never offer help, never claim to have performed actions, never "
+        "write tool calls.\n\n"
         f"{describe_persona(task.persona)}\n\n"
         f"{REASON_BEGIN}\n{s.reason_for_contact}\n{REASON_END}\n\n"
         f"Instructions: {s.instructions}\n\n"
@@ -106,21 +115,25 @@ def user_system_prompt(task: Task) -> str:
     )
 
 
-def agent_system_prompt(policy: str) -> str:
+def agent_system_prompt(policy: str, vocabulary: DomainVocabulary = GENERIC_VOCABULARY) -> str:
     """System prompt of the teacher agent: the domain policy is the whole instruction."""
     return (
-        "You are a customer-support agent. Use the tools to look up and change the records; "
+        f"You are the {vocabulary.agent_role}. Use the tools to look up and change the records; "
         "never guess facts a tool can tell you. Follow this policy:\n\n" + policy.strip()
     )
 
 
-def verbaliser_system_prompt(speaker: str, persona: Persona | None) -> str:
-    """System prompt for writing one blueprint utterance as `speaker` ("customer"/"agent")."""
+def verbaliser_system_prompt(
+    persona: Persona | None, vocabulary: DomainVocabulary = GENERIC_VOCABULARY
+) -> str:
+    """System prompt for one blueprint utterance: the user's (with `persona`) or the agent's."""
+    speaker = vocabulary.user_role if persona is not None else vocabulary.agent_role
     who = (
-        f"You write the next message of {persona.name}, a customer in a support chat. "
-        f"Mood: {persona.traits.emotional_state}. Style: {persona.communication_style}"
+        f"You write the next message of {persona.name}, the {speaker} in a chat with the "
+        f"{vocabulary.agent_role}. Mood: {persona.traits.emotional_state}. "
+        f"Style: {persona.communication_style}"
         if persona is not None
-        else "You write the next message of a polite customer-support agent in a chat."
+        else f"You write the next message of a polite {speaker} in a chat."
     )
     return (
         f"{who}\nRewrite the draft as one short natural message from the {speaker}. Keep every "

@@ -79,7 +79,9 @@ async def run_rollout(
         domain=domain,
         state=domain.initial_state(task.initial_state),
         seed=seed,
-        messages=[Message(role="system", content=agent_system_prompt(domain.policy))],
+        messages=[
+            Message(role="system", content=agent_system_prompt(domain.policy, domain.vocabulary))
+        ],
     )
     termination = await _converse(run, agent, user, max_turns=max_turns, max_steps=max_steps)
     return Trajectory.create(

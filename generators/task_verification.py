@@ -21,10 +21,9 @@ the first failure raises `TaskRejected` with its typed reason, so counters say w
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from typing import Any
 
 from trajforge.generators.tooling import Domain, TaskRejected, state_hash
+from trajforge.generators.values import leaf_strings
 from trajforge.schemas import Task, TaskVerification, ToolCall
 
 CHECKS = (
@@ -74,23 +73,12 @@ def _replay_hashes(domain: Domain, task: Task) -> list[str]:
     return hashes
 
 
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, dict):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _strings(v)
-    elif isinstance(value, (str, int, float)) and not isinstance(value, bool):
-        yield str(value)
-
-
 def lookup_constants(task: Task) -> set[str]:
     """Values the agent must find with tools: id/amount-like gold arguments and expected outputs."""
     from_arguments = {
         s
         for action in task.gold_actions
-        for s in _strings(action.arguments)
+        for s in leaf_strings(action.arguments)
         if len(s) >= MIN_CONSTANT_LENGTH and any(c.isdigit() for c in s)
     }
     return from_arguments | {o for o in task.expected_outputs if o.strip()}

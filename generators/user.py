@@ -1,4 +1,4 @@
-"""Simulated users: the customer side of a rollout.
+"""Simulated users: the user side of a rollout (the "customer" in retail).
 
 `LLMUser` plays a persona with a scenario (known info it reveals when asked, unknown info it never
 invents) and ends the conversation with a stop token. From its point of view the roles are
@@ -11,22 +11,24 @@ that, the user is retried once with a reminder, and a second slip is reported to
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from trajforge.generators.prompts import (
     AGENT_GREETING,
     OUT_OF_SCOPE_TOKEN,
-    ROLE_REMINDER,
     STOP_TOKEN,
     TRANSFER_TOKEN,
     first_person,
     giving_info,
     info_label,
+    role_reminder,
     user_system_prompt,
 )
+from trajforge.generators.vocabulary import GENERIC_VOCABULARY, DomainVocabulary
 from trajforge.schemas import (
     ChatRequest,
     ChatResponse,
@@ -71,22 +73,32 @@ def stop_reason(text: str) -> TerminationReason | None:
     return None
 
 
-_AGENT_PHRASES = re.compile(
+_AGENT_PHRASES = (
     r"how (?:can|may|could) i (?:help|assist)"
     r"|is there anything else i can|(?:happy|glad) to (?:help|assist)"
     r"|anything else i can (?:help|do)"
-    r"|i(?: have|'ve| have just| just)? (?:cancell?ed|canceled|modified|updated|processed|"
-    r"refunded|exchanged|changed|issued|initiated) (?:your|the)"
+    r"|i(?: have|'ve| have just| just)? (?:{verbs}) (?:your|the)"
     r"|let me (?:look|check) (?:that|this|it) up for you"
     r"|thank you for contacting"
-    r"|<tool_call>|</tool_call>|\"arguments\"\s*:|\bfunctions\.\w+\(",
-    re.IGNORECASE,
+    r"|<tool_call>|</tool_call>|\"arguments\"\s*:|\bfunctions\.\w+\("
 )
 
 
-def looks_like_agent(text: str) -> bool:
-    """Role-confusion check: the text sounds like the support agent, not the customer."""
-    return bool(_AGENT_PHRASES.search(text))
+@functools.lru_cache(maxsize=32)
+def _agent_phrases(verbs: tuple[str, ...]) -> re.Pattern[str]:
+    alternatives = "|".join(sorted({*verbs, "issued", "initiated"}))
+    return re.compile(_AGENT_PHRASES.format(verbs=alternatives), re.IGNORECASE)
+
+
+def looks_like_agent(
+    text: str, action_verbs: Iterable[str] = GENERIC_VOCABULARY.action_verbs
+) -> bool:
+    """Role-confusion check: the text sounds like the agent, not the user.
+
+    `action_verbs` are the past-tense verbs of the domain's actions (its vocabulary): a user
+    saying "I have <verb> your ..." is narrating the agent's work.
+    """
+    return bool(_agent_phrases(tuple(sorted(action_verbs))).search(text))
 
 
 def flip_roles(conversation: Sequence[Message]) -> list[Message]:
@@ -126,24 +138,27 @@ class LLMUser:
         model: str,
         task: Task,
         sampling: SamplingParams | None = None,
+        vocabulary: DomainVocabulary = GENERIC_VOCABULARY,
     ):
         self._llm = llm
         self._model = model
         self._sampling = sampling or SamplingParams(temperature=0.7, max_tokens=200)
-        self._system = Message(role="system", content=user_system_prompt(task))
+        self._vocabulary = vocabulary
+        self._system = Message(role="system", content=user_system_prompt(task, vocabulary))
 
     async def reply(self, conversation: Sequence[Message], seed: int) -> UserTurn:
         messages = [self._system, *flip_roles(conversation)]
         first = await self._ask(messages, seed)
         cost = response_cost(first)
         text = _user_text(first)
-        if not _confused(first, text):
+        verbs = self._vocabulary.action_verbs
+        if not _confused(first, text, verbs):
             return _turn(text, cost)
-        reminder = Message(role="system", content=ROLE_REMINDER)
+        reminder = Message(role="system", content=role_reminder(self._vocabulary))
         second = await self._ask([*messages, reminder], derive_seed(seed, "role_reminder"))
         cost = cost + response_cost(second)
         text = _user_text(second)
-        return _turn(text, cost, role_confused=_confused(second, text))
+        return _turn(text, cost, role_confused=_confused(second, text, verbs))
 
     async def _ask(self, messages: list[Message], seed: int) -> ChatResponse:
         request = ChatRequest(
@@ -156,9 +171,9 @@ def _user_text(response: ChatResponse) -> str:
     return (response.message.content or "").strip()
 
 
-def _confused(response: ChatResponse, text: str) -> bool:
+def _confused(response: ChatResponse, text: str, verbs: Iterable[str]) -> bool:
     """A user turn that calls tools, is empty, or sounds like the agent is out of role."""
-    return bool(response.message.tool_calls) or not text or looks_like_agent(text)
+    return bool(response.message.tool_calls) or not text or looks_like_agent(text, verbs)
 
 
 def _turn(text: str, cost: Cost, role_confused: bool = False) -> UserTurn:

@@ -154,7 +154,7 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, run_dir: str) -> None:
         kept
         | "GatherKept" >> beam.combiners.ToList()
         | "Diversity"
-        >> beam.Map(stages.diversity_json, quality.dedup.semantic.enabled, config.domain)
+        >> beam.Map(stages.diversity_json, quality.dedup.semantic.enabled, config.domain_names)
         | "WriteDiversity"
         >> beam.io.WriteToText(
             io.join(run_dir, io.DIVERSITY_FILE), num_shards=1, shard_name_template=""

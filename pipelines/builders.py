@@ -9,26 +9,26 @@ simulated users) are made per task by a factory chosen once here.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from trajforge.generators.agent import AgentPolicy, LLMAgent, OracleAgent
+from trajforge.generators.tooling import Domain
 from trajforge.generators.user import LLMUser, ScriptedUser, UserSimulator
 from trajforge.pipelines.config import BuildConfig
 from trajforge.schemas import Task
 from trajforge.verifiers.filters import build_filters
 from trajforge.verifiers.judge import JudgeGate, TrajectoryJudge
 from trajforge.verifiers.outcome import OutcomeGate
-from trajforge.verifiers.protocol import FilterContext, TrajectoryFilter
+from trajforge.verifiers.protocol import TrajectoryFilter
 
 
 @dataclass(frozen=True)
 class Gates:
-    """The programmatic gates of a build, in stage order, and the context they all share."""
+    """The programmatic gates of a build, in stage order (each record brings its own domain's
+    `FilterContext`: one build may mix domains)."""
 
-    context: FilterContext
     outcome: OutcomeGate
     judge: JudgeGate
     filters: tuple[TrajectoryFilter, ...]  # `quality.filters`, in configured order
@@ -39,13 +39,12 @@ class RoleBuilders:
     """LLM-backed roles: the judge, and a factory per conversational role (one call per task)."""
 
     agent_for: Callable[[Task], AgentPolicy]
-    user_for: Callable[[Task], UserSimulator]
+    user_for: Callable[[Task, Domain], UserSimulator]  # the task's own domain (its vocabulary)
     judge: TrajectoryJudge
 
 
-def build_gates(config: BuildConfig, domain: Any) -> Gates:
+def build_gates(config: BuildConfig) -> Gates:
     return Gates(
-        context=FilterContext(domain=domain),
         outcome=OutcomeGate(),
         judge=JudgeGate(settings=config.quality.judge.settings),
         filters=build_filters(config.quality.filters),
@@ -59,12 +58,11 @@ def _agent_factory(config: BuildConfig, clients: Any) -> Callable[[Task], AgentP
     return lambda task: agent  # stateless across tasks: one per worker
 
 
-def _user_factory(config: BuildConfig, clients: Any) -> Callable[[Task], UserSimulator]:
+def _user_factory(config: BuildConfig, clients: Any) -> Callable[[Task, Domain], UserSimulator]:
     if config.rollout.user == "scripted":
-        return ScriptedUser
-    return functools.partial(
-        LLMUser, clients.user, clients.models["user"], sampling=config.sampling
-    )
+        return lambda task, domain: ScriptedUser(task)
+    client, model = clients.user, clients.models["user"]
+    return lambda task, domain: LLMUser(client, model, task, config.sampling, domain.vocabulary)
 
 
 def build_judge(config: BuildConfig, clients: Any) -> TrajectoryJudge:

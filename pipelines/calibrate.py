@@ -49,11 +49,11 @@ def calibrate_run(run_dir: str, limit: int | None = None) -> dict:
     config = BuildConfig.model_validate(json.loads(io.read_text(io.join(run_dir, "config.json"))))
     clients = shared_role_clients(config, run_dir)
     judge = build_judge(config, clients)
-    policy = get_domain(config.domain).policy
+    policies = {name: get_domain(name).policy for name in config.domain_names}
     trajectories = list(run_trajectories(run_dir, limit))
 
     async def judged(t: Trajectory) -> Trajectory:
-        judgement = await judge.judge(t, policy, derive_seed(t.id, "calibrate", 0))
+        judgement = await judge.judge(t, policies[t.task.domain], derive_seed(t.id, "calibrate", 0))
         return t.model_copy(update={"judgements": (*t.judgements, judgement)})
 
     results = run_all(

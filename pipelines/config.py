@@ -13,7 +13,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from trajforge.generators.llm.factory import BackendConfig
-from trajforge.schemas import SamplingParams, canonical_json, content_hash
+from trajforge.schemas import SamplingParams, canonical_json, content_hash, derive_seed
 from trajforge.verifiers.filters import DEFAULT_FILTERS, FilterSpec, build_filters, unique_names
 from trajforge.verifiers.judge import JudgeConfig
 
@@ -164,8 +164,12 @@ class QualityConfig(_Config):
 
 
 class BuildConfig(_Config):
+    """One build. `domain: retail` builds one domain; `domains: {retail: 0.7, toy: 0.3}` mixes
+    several, each seed index drawing its domain by weight (`domain_of`)."""
+
     name: str = "trajforge-build"
-    domain: str
+    domain: str | None = None
+    domains: dict[str, float] | None = None
     num_tasks: int = Field(ge=1, le=10_000_000)
     seed: int = 0
     mode: Literal["rollout", "blueprint"] = "blueprint"
@@ -180,25 +184,76 @@ class BuildConfig(_Config):
 
     @field_validator("domain")
     @classmethod
-    def _known_domain(cls, value: str) -> str:
-        from trajforge.generators.domains import DOMAINS
-        from trajforge.generators.plugins import is_plugin_path, load_domain
-
-        if is_plugin_path(value):
-            load_domain(value)  # import and check now, not on a worker (PluginError says why)
-            return value
-        if value not in DOMAINS:
-            raise ValueError(
-                f"unknown domain {value!r}; known domains: {', '.join(sorted(DOMAINS))} "
-                "(or name your own class with a path, `package.module:Class`)"
-            )
+    def _known_domain(cls, value: str | None) -> str | None:
+        if value is not None:
+            _check_known(value, "domain")
         return value
+
+    @field_validator("domains")
+    @classmethod
+    def _known_weighted_domains(cls, value: dict[str, float] | None) -> dict[str, float] | None:
+        if value is None:
+            return None
+        if not value:
+            raise ValueError("domains is empty: give at least one `name: weight` (or use domain)")
+        for name, weight in value.items():
+            _check_known(name, "domains")
+            if not weight > 0:
+                raise ValueError(f"domains.{name}: weight must be > 0, got {weight} (drop it)")
+        return value
+
+    @model_validator(mode="after")
+    def _one_domain_field(self) -> BuildConfig:
+        if (self.domain is None) == (self.domains is None):
+            raise ValueError(
+                "set exactly one of `domain: <name>` and `domains: {<name>: <weight>, ...}`"
+                + (" (both are set)" if self.domain is not None else " (neither is set)")
+            )
+        return self
+
+    @property
+    def domain_names(self) -> tuple[str, ...]:
+        """Every domain this build draws from, sorted."""
+        return (self.domain,) if self.domain is not None else tuple(sorted(self.domains or {}))
+
+    def domain_of(self, index: int) -> str:
+        """The domain of seed index `index`: fixed for `domain`, drawn by weight for `domains`.
+
+        Deterministic per (build seed, index) and independent of the worker that asks, so a
+        rerun or a retried bundle gives every index the same domain.
+        """
+        if self.domain is not None:
+            return self.domain
+        weights = sorted((self.domains or {}).items())
+        total = sum(w for _, w in weights)
+        point = derive_seed(self.seed, index, "domain") / float(1 << 63) * total
+        for name, weight in weights:
+            point -= weight
+            if point < 0:
+                return name
+        return weights[-1][0]
 
     def config_hash(self) -> str:
         return content_hash(self.model_dump(mode="json"), 16)
 
     def canonical(self) -> str:
         return canonical_json(self.model_dump(mode="json"))
+
+
+def _check_known(name: str, field: str) -> None:
+    """A built-in domain name, or a plugin path that imports now (not first on a worker)."""
+    from trajforge.generators.domains import DOMAINS
+    from trajforge.generators.plugins import is_plugin_path, load_domain
+
+    if is_plugin_path(name):
+        load_domain(name)  # PluginError says what failed and how to fix it
+        return
+    if name not in DOMAINS:
+        known = ", ".join(sorted(DOMAINS))
+        raise ValueError(
+            f"{field}: unknown domain {name!r}; use one of: {known} "
+            "(or name your own class with a path, `package.module:Class`)"
+        )
 
 
 class ConfigError(ValueError):

@@ -149,6 +149,11 @@ def count_outputs(run_dir: str) -> dict[str, Any]:
     }
 
 
+def _domains(config: dict[str, Any]) -> list[str]:
+    """The domains a dumped build config draws from (`domain`, or the keys of `domains`)."""
+    return [config["domain"]] if config.get("domain") else sorted(config.get("domains") or {})
+
+
 def dataset_card(name: str, manifest: dict[str, Any]) -> str:
     """A Hugging Face dataset card with `configs:` so `load_dataset(run_dir)` finds the splits."""
     splits = [s for s in SPLITS if s in manifest["outputs"]["splits"]]
@@ -167,7 +172,7 @@ tags:
 
 # {name}
 
-Tool-use agent trajectories built by trajforge (domain `{manifest["config"]["domain"]}`, mode
+Tool-use agent trajectories built by trajforge (domains `{", ".join(_domains(manifest["config"]))}`, mode
 `{manifest["config"]["mode"]}`). Every kept row passed the programmatic outcome verifier: its
 tool calls replay to the gold final-state hash and it communicated the expected outputs.
 

@@ -18,9 +18,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajforge.generators.llm.factory import BackendConfig, build_client, model_name
+from trajforge.generators.tooling import Domain
 from trajforge.pipelines.builders import Gates, RoleBuilders, build_gates, build_roles
 from trajforge.pipelines.config import BuildConfig
 from trajforge.schemas import LLMClient
+from trajforge.verifiers.protocol import FilterContext
 
 _LOCK = threading.Lock()
 #: (config hash, cache path) -> RoleClients. The one piece of process state: the shared clients.
@@ -92,7 +94,8 @@ class StageResources:
         self.config = config
         self.run_dir = run_dir
         self.needs_llm = needs_llm
-        self.domain: Any = None
+        self.domains: dict[str, Domain] = {}
+        self.contexts: dict[str, FilterContext] = {}
         self.gates: Gates | None = None
         self.clients: RoleClients | None = None
         self.roles: RoleBuilders | None = None
@@ -100,12 +103,31 @@ class StageResources:
     def setup(self) -> None:
         from trajforge.generators.domains import get_domain
 
-        if self.domain is None:
-            self.domain = get_domain(self.config.domain)
-            self.gates = build_gates(self.config, self.domain)
+        for name in self.config.domain_names:
+            if name not in self.domains:
+                domain = get_domain(name)
+                # A plugin path resolves to a domain whose tasks carry its short `name`.
+                for key in (name, domain.name):
+                    self.domains.setdefault(key, domain)
+                    self.contexts.setdefault(key, FilterContext(domain=domain))
+        if self.gates is None:
+            self.gates = build_gates(self.config)
         if self.needs_llm and self.clients is None:
             self.clients = shared_role_clients(self.config, self.run_dir)
             self.roles = build_roles(self.config, self.clients)
+
+    def domain_for(self, name: str) -> Domain:
+        """The named domain of this build (each record carries its own: `task.domain`)."""
+        try:
+            return self.domains[name]
+        except KeyError:
+            known = ", ".join(sorted(self.domains)) or "none (setup() not called)"
+            raise KeyError(f"domain {name!r} is not part of this build; it has: {known}") from None
+
+    def context_for(self, name: str) -> FilterContext:
+        """What filters may consult about the named domain (its policy, tools, vocabulary)."""
+        self.domain_for(name)  # the same clear error for an unknown name
+        return self.contexts[name]
 
     def __getstate__(self) -> dict[str, Any]:
         return {"config": self.config, "run_dir": self.run_dir, "needs_llm": self.needs_llm}

@@ -35,19 +35,21 @@ TRAJFORGE_VERSION = _trajforge_version()
 
 
 def synthesize_task(res: StageResources, index: int) -> Task:
-    """Seed index -> persona -> a task grounded in the domain's seeded state."""
+    """Seed index -> its domain (drawn by weight in a mixed build) -> persona -> a task grounded
+    in that domain's seeded state."""
     from trajforge.generators.personas import sample_persona
 
     cfg = res.config
+    domain = res.domain_for(cfg.domain_of(index))
     persona = sample_persona(derive_seed(cfg.seed, index, "persona"))
-    return res.domain.synthesize_task(persona, derive_seed(cfg.seed, index, "synthesize", 0))
+    return domain.synthesize_task(persona, derive_seed(cfg.seed, index, "synthesize", 0))
 
 
 def verify_task(res: StageResources, task: Task) -> Task:
     """Pre-rollout checks (gold runs clean, not already solved, no prefix suffices, ...)."""
     from trajforge.generators.task_verification import verify_task as verify
 
-    return verify(res.domain, task)
+    return verify(res.domain_for(task.domain), task)
 
 
 def _provenance(res: StageResources, task: Task, seed: int) -> Provenance:
@@ -67,12 +69,13 @@ async def generate_trajectory(res: StageResources, task: Task) -> Trajectory:
     assert clients is not None
     seed = derive_seed(task.id, cfg.mode, 0)
     provenance = _provenance(res, task, seed)
+    domain = res.domain_for(task.domain)
     if cfg.mode == "blueprint":
         from trajforge.generators.blueprint import run_blueprint
 
         return await run_blueprint(
             task,
-            res.domain,
+            domain,
             clients.agent,
             model=clients.models["agent"],
             seed=seed,
@@ -86,9 +89,9 @@ async def generate_trajectory(res: StageResources, task: Task) -> Trajectory:
     assert res.roles is not None
     return await run_rollout(
         task,
-        res.domain,
+        domain,
         res.roles.agent_for(task),
-        res.roles.user_for(task),
+        res.roles.user_for(task, domain),
         max_turns=cfg.rollout.max_turns,
         max_steps=cfg.rollout.max_steps,
         seed=seed,
@@ -109,7 +112,7 @@ def gate(res: StageResources, flt: TrajectoryFilter, trajectory: Trajectory) -> 
     from trajforge.verifiers.protocol import run_filter
 
     assert res.gates is not None
-    verdict = run_filter(flt, trajectory, res.gates.context)
+    verdict = run_filter(flt, trajectory, res.context_for(trajectory.task.domain))
     if not verdict.passed:
         raise RejectedRecord(verdict.reason, verdict.detail, trajectory, flt.name)
     return trajectory
@@ -119,8 +122,7 @@ def verify_outcome(res: StageResources, trajectory: Trajectory) -> Trajectory:
     """Attach the programmatic outcome; refuse trajectories that did not reach the gold state."""
     from trajforge.verifiers.outcome import verify_outcome as verify
 
-    assert res.gates is not None
-    outcome = verify(trajectory, res.domain)
+    outcome = verify(trajectory, res.domain_for(trajectory.task.domain))
     return gate(res, res.gates.outcome, trajectory.model_copy(update={"outcome": outcome}))
 
 
@@ -160,7 +162,8 @@ def to_dataset_record(res: StageResources, trajectory: Trajectory) -> DatasetRec
         mode=trajectory.mode,
         messages_json=json.dumps([_exported(m) for m in trajectory.messages], sort_keys=True),
         tools_json=json.dumps(
-            [s.openai_schema() for s in res.domain.toolbox.specs], sort_keys=True
+            [s.openai_schema() for s in res.domain_for(task.domain).toolbox.specs],
+            sort_keys=True,
         ),
         num_turns=sum(1 for m in trajectory.messages if m.role == "user"),
         num_tool_calls=len(trajectory.steps),
@@ -184,13 +187,14 @@ async def no_tool_baseline_gate(res: StageResources, task: Task) -> Task:
         no_tool_baseline,
     )
 
-    if not is_read_only(task):  # a write task cannot succeed without tools
+    vocabulary = res.domain_for(task.domain).vocabulary
+    if not is_read_only(task, vocabulary):  # a write task cannot succeed without tools
         return task
     assert res.clients is not None
-    answer = await no_tool_baseline(
-        task, res.clients.judge, res.clients.models["judge"], derive_seed(task.id, "baseline", 0)
-    )
-    check_shortcut_prone(task, answer).raise_if_rejected()
+    seed = derive_seed(task.id, "baseline", 0)
+    judge, model = res.clients.judge, res.clients.models["judge"]
+    answer = await no_tool_baseline(task, judge, model, seed, vocabulary)
+    check_shortcut_prone(task, answer, vocabulary).raise_if_rejected()
     return task
 
 
@@ -198,7 +202,9 @@ async def judge_trajectory(res: StageResources, trajectory: Trajectory) -> Traje
     """Attach the multi-axis judgement; when gating, refuse low or ungradeable ones."""
     assert res.roles is not None and res.gates is not None
     judgement = await res.roles.judge.judge(
-        trajectory, res.domain.policy, derive_seed(trajectory.id, "judge", 0)
+        trajectory,
+        res.domain_for(trajectory.task.domain).policy,
+        derive_seed(trajectory.id, "judge", 0),
     )
     judged = trajectory.model_copy(update={"judgements": (*trajectory.judgements, judgement)})
     if not res.config.quality.judge.gate:
@@ -217,10 +223,13 @@ def shortcut_filters(res: StageResources, trajectory: Trajectory) -> Trajectory:
     return signed
 
 
-def diversity_json(trajectories: list[Trajectory], with_embeddings: bool, domain: str) -> str:
+def diversity_json(
+    trajectories: list[Trajectory], with_embeddings: bool, domain_names: tuple[str, ...]
+) -> str:
     """Diversity of the kept set for the manifest: Vendi score (when the embedder is enabled),
     coverage of persona traits, task types, complexity and tools, and the prior-shortcut rate.
-    `domain` is the config's (a table name or a plugin path; tasks carry only the short name)."""
+    `domain_names` are the config's (table names or plugin paths; tasks carry only each domain's
+    short name), so coverage is over every domain of the build."""
     from trajforge.generators.domains import get_domain
     from trajforge.verifiers.diversity import diversity_report
     from trajforge.verifiers.signatures import prior_shortcut_rate
@@ -232,8 +241,12 @@ def diversity_json(trajectories: list[Trajectory], with_embeddings: bool, domain
         from trajforge.verifiers.semantic import embed
 
         embeddings = embed([dedup_text(t) for t in trajectories])
-    tool_names = sorted(s.name for s in get_domain(domain).toolbox.specs)
-    report = diversity_report(trajectories, embeddings=embeddings, tool_names=tool_names)
+    domains = [get_domain(name) for name in domain_names]
+    tool_names = sorted({s.name for d in domains for s in d.toolbox.specs})
+    task_types = sorted({tt for d in domains for tt in d.vocabulary.task_types})
+    report = diversity_report(
+        trajectories, embeddings=embeddings, tool_names=tool_names, task_types=task_types
+    )
     signatures = [t.signatures for t in trajectories if t.signatures is not None]
     out = report.model_dump(mode="json")
     out["prior_shortcut_rate"] = prior_shortcut_rate(signatures) if signatures else None

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from trajforge.generators.values import extract_values
 from trajforge.schemas import Trajectory
-from trajforge.verifiers.text import argument_values, extract_values
+from trajforge.verifiers.text import argument_values
 
 #: Jaccard overlap of values above which two conversations are about the same thing
 #: (calibrated on the labelled pairs of benchmarks/corruption_bench.py --dedup-pairs).

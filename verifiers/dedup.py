@@ -19,7 +19,7 @@ from itertools import combinations, pairwise
 
 import numpy as np
 
-from trajforge.verifiers.text import normalise
+from trajforge.generators.values import normalise
 
 MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 DEFAULT_NUM_PERM = 128

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from trajforge.generators.values import extract_values
 from trajforge.schemas import RejectionReason, Trajectory
 from trajforge.verifiers.protocol import FilterContext, FilterModel
 from trajforge.verifiers.result import FilterResult
-from trajforge.verifiers.text import Evidence, argument_values, extract_values
+from trajforge.verifiers.text import Evidence, argument_values
 
 
 def unsupported_agent_values(trajectory: Trajectory) -> list[tuple[int, str]]:

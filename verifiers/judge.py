@@ -146,8 +146,8 @@ def _system_prompt(axes: Sequence[str], rubric: Rubric) -> str:
     )
     example = json.dumps({"criteria": {"<criterion id>": {"passed": True, "rationale": "..."}}})
     return (
-        "You grade a customer-support conversation between a simulated user and a tool-using "
-        "agent. Answer each yes/no criterion strictly; when unsure, answer no.\n"
+        "You grade a conversation between a simulated user and a tool-using agent that serves "
+        "it. Answer each yes/no criterion strictly; when unsure, answer no.\n"
         f"Criteria:\n{questions}\n"
         f"Reply with one JSON object only, shaped like {example}, with every criterion id."
     )

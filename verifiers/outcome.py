@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import ClassVar
 
-from trajforge.generators.entities import mentions_value
 from trajforge.generators.tooling import Domain, state_hash
+from trajforge.generators.values import mentions_value
 from trajforge.schemas import (
     GoldAction,
     InitialState,

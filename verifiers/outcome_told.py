@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from trajforge.generators.entities import mentions_value
+from trajforge.generators.values import leaf_strings, mentions_value
 from trajforge.schemas import RejectionReason, StepRecord, Trajectory
 from trajforge.verifiers.protocol import FilterContext, FilterModel
 from trajforge.verifiers.result import FilterResult
-from trajforge.verifiers.text import leaf_strings
 
 
 def _changed_values(step: StepRecord) -> list[str]:

@@ -12,13 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from trajforge.generators.entities import mentions_value
 from trajforge.generators.policy_rules import RULE_IDS, PolicyRules
+from trajforge.generators.values import leaf_strings, mentions_value
 from trajforge.schemas import Message, RejectionReason, StepRecord, ToolCall, Trajectory
 from trajforge.verifiers.dialogue import is_affirmation, is_refusal, result_object, steps_by_call
 from trajforge.verifiers.protocol import FilterContext, FilterModel
 from trajforge.verifiers.result import FilterResult
-from trajforge.verifiers.text import leaf_strings
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,7 @@ RUBRIC: Rubric = MappingProxyType(
             ("concise", "Were the agent's messages concise and to the point?"),
         ),
         "user_fidelity": (
-            ("stayed_in_role", "Did the user stay in the customer role throughout?"),
+            ("stayed_in_role", "Did the user stay in its own role (never acting as the agent)?"),
             (
                 "revealed_only_allowed",
                 "Did the user reveal only information its scenario allows and invent nothing?",

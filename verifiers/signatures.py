@@ -14,10 +14,11 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
+from trajforge.generators.values import extract_values, normalise
 from trajforge.schemas import Message, RejectionReason, Signatures, Task, Trajectory
 from trajforge.verifiers.protocol import FilterContext, FilterModel
 from trajforge.verifiers.result import FilterResult
-from trajforge.verifiers.text import Evidence, argument_values, extract_values, normalise
+from trajforge.verifiers.text import Evidence, argument_values
 
 
 def gold_values(task: Task) -> tuple[str, ...]:

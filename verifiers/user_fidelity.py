@@ -11,10 +11,11 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
+from trajforge.generators.values import extract_values, normalise
 from trajforge.schemas import RejectionReason, Trajectory
 from trajforge.verifiers.protocol import FilterContext, FilterModel
 from trajforge.verifiers.result import FilterResult
-from trajforge.verifiers.text import Evidence, extract_values, message_text, normalise
+from trajforge.verifiers.text import Evidence, message_text
 
 # "my name is Ann Lee", "I'm Ann Lee", "this is Ann Lee": a name the user asserts.
 _NAME_CLAIM = re.compile(

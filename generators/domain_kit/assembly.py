@@ -47,10 +47,16 @@ def numbered_requests(plan: Plan) -> str:
     return "\n".join(f"{i}. {g.request}" for i, g in enumerate(plan.goals, 1))
 
 
-def generic_instructions(plan: Plan, persona: Persona, vocabulary: DomainVocabulary) -> str:
-    """Instructions for a domain with no framing of its own: who you are, what to ask, the rules."""
+def generic_instructions(
+    plan: Plan, persona: Persona, vocabulary: DomainVocabulary, name: str | None = None
+) -> str:
+    """Instructions for a domain with no framing of its own: who you are, what to ask, the rules.
+
+    `name` is who the user is in the world (an account's owner); the persona's name otherwise.
+    """
     return (
-        f"You are {persona.name}, a {vocabulary.user_role} talking to a {vocabulary.agent_role}. "
+        f"You are {name or persona.name}, the {vocabulary.user_role}, talking to the "
+        f"{vocabulary.agent_role}. "
         f"Your manner: {persona.communication_style}\n"
         f"Your requests, in this order:\n{numbered_requests(plan)}\n{DISCLOSURE_RULES}"
     )

@@ -6,11 +6,12 @@ from types import MappingProxyType
 
 from trajforge.generators.domains.retail import RetailDomain
 from trajforge.generators.domains.search import SearchDomain
+from trajforge.generators.domains.toy import ToyDomain
 from trajforge.generators.plugins import is_plugin_path, load_domain
 from trajforge.generators.tooling import Domain
 
 #: Domain name -> class. Add a domain by importing it here; nothing is discovered implicitly.
-DOMAINS = MappingProxyType({"retail": RetailDomain, "search": SearchDomain})
+DOMAINS = MappingProxyType({"retail": RetailDomain, "search": SearchDomain, "toy": ToyDomain})
 
 
 def get_domain(name: str) -> Domain:

@@ -1,91 +1,25 @@
-"""A tiny toy banking domain, so the rollout, blueprint and outcome code is tested on its own."""
+"""The shipped toy domain (a tiny bank), so rollout, blueprint and outcome code are tested on a
+real domain that is not retail. `make_task` pins account #A1001 with patches, so the tests can
+name its owner, email and balance."""
 
 from __future__ import annotations
 
 import pytest
-from pydantic import BaseModel
 
 from tests.factories import traits
-from trajforge.generators.tooling import Toolbox, ToolError, apply_patches, state_hash, tool
+from trajforge.generators.domains.toy import ToyDomain
+from trajforge.generators.tooling import state_hash
 from trajforge.schemas import (
     GoldAction,
     InitialState,
     IntentCoordinates,
     Persona,
     Provenance,
+    StatePatch,
     Task,
     ToolCall,
     UserScenario,
 )
-
-
-class Account(BaseModel):
-    owner: str
-    email: str
-    balance: float
-    status: str = "open"
-
-
-class BankState(BaseModel):
-    accounts: dict[str, Account]
-
-
-@tool("read")
-def get_account(state: BankState, account_id: str) -> dict:
-    """Look up an account.
-
-    Args:
-        account_id: The account id, such as '#A1001'.
-    """
-    if account_id not in state.accounts:
-        raise ToolError(f"account {account_id} not found")
-    return state.accounts[account_id].model_dump()
-
-
-@tool("write")
-def deposit(state: BankState, account_id: str, amount: float) -> dict:
-    """Deposit money into an open account.
-
-    Args:
-        account_id: The account id.
-        amount: Amount in dollars, positive.
-    """
-    account = state.accounts.get(account_id)
-    if account is None or account.status != "open":
-        raise ToolError(f"account {account_id} is not open")
-    if amount <= 0:
-        raise ToolError("amount must be positive")
-    account.balance = round(account.balance + amount, 2)
-    return {"account_id": account_id, "balance": f"{account.balance:.2f}"}
-
-
-@tool("transfer")
-def transfer_to_human_agents(state: BankState, summary: str) -> str:
-    """Hand the conversation to a human agent.
-
-    Args:
-        summary: Why the transfer is needed.
-    """
-    return "Transfer successful"
-
-
-class ToyDomain:
-    name = "toy"
-    policy = "Verify the account before any change. Ask the user to confirm every deposit."
-    toolbox = Toolbox([get_account, deposit, transfer_to_human_agents])
-
-    def initial_state(self, init: InitialState) -> BankState:
-        state = BankState(
-            accounts={
-                "#A1001": Account(owner="Ann Lee", email="ann@example.com", balance=100.0),
-                "#A1002": Account(owner="Bo Chen", email="bo@example.com", balance=7.5),
-            }
-        )
-        return apply_patches(state, init.patches)
-
-    def synthesize_task(self, persona: Persona, seed: int) -> Task:
-        return make_task(persona)
-
 
 TOY = ToyDomain()
 
@@ -97,12 +31,24 @@ PERSONA = Persona.create(
 )
 
 
+#: Account #A1001 as the tests know it: Ann Lee, ann@example.com, 100.00, open.
+ANN = tuple(
+    StatePatch(path=f"accounts.#A1001.{field}", value=value)
+    for field, value in (
+        ("owner", "Ann Lee"),
+        ("email", "ann@example.com"),
+        ("balance", 100.0),
+        ("status", "open"),
+    )
+)
+
+
 def make_task(persona: Persona = PERSONA) -> Task:
     gold = (
         GoldAction(name="get_account", arguments={"account_id": "#A1001"}),
         GoldAction(name="deposit", arguments={"account_id": "#A1001", "amount": 25.5}),
     )
-    init = InitialState(seed=7)
+    init = InitialState(seed=7, patches=ANN)
     state = TOY.initial_state(init)
     for i, action in enumerate(gold):
         TOY.toolbox.execute(
@@ -111,7 +57,7 @@ def make_task(persona: Persona = PERSONA) -> Task:
     return Task.create(
         domain="toy",
         intent=IntentCoordinates(
-            persona_id=persona.id, domain="toy", task_types=("order_status",), complexity=1
+            persona_id=persona.id, domain="toy", task_types=("deposit",), complexity=1
         ),
         persona=persona,
         scenario=UserScenario(

@@ -14,7 +14,12 @@ def test_llm_agent_sends_tools_and_seed_and_reports_cost(toy_domain):
     assert turn.message.tool_calls == (call,)
     request = llm.requests[0]
     assert request.model == "teacher" and request.seed == 5
-    assert {t.name for t in request.tools} == {"get_account", "deposit", "transfer_to_human_agents"}
+    assert {t.name for t in request.tools} == {
+        "find_account_by_email",
+        "get_account",
+        "deposit",
+        "transfer_to_human_agents",
+    }
     assert request.sampling.max_tokens == 32 and turn.cost.llm_calls == 1
 
 

@@ -2,20 +2,21 @@ import asyncio
 
 import pytest
 
-from trajforge.generators.blueprint import (
-    clean_utterance,
+from trajforge.generators.blueprint import run_blueprint
+from trajforge.generators.blueprint_plan import (
     execute_skeleton,
     info_slots,
     needs_info,
     plan_blueprint,
-    run_blueprint,
 )
 from trajforge.generators.domains import get_domain
-from trajforge.generators.entities import check_entities, entity_tokens, mentions_value
+from trajforge.generators.entities import check_entities
 from trajforge.generators.llm.responders import RESPONDERS
 from trajforge.generators.llm.scripted import ScriptedLLM
 from trajforge.generators.personas import sample_persona
 from trajforge.generators.prompts import STOP_TOKEN
+from trajforge.generators.values import entity_tokens, mentions_value
+from trajforge.generators.verbalise import clean_utterance
 from trajforge.schemas import GoldAction, Provenance, Rejected, ToolCall
 from trajforge.verifiers.hallucination import check_hallucinated_values
 from trajforge.verifiers.outcome import verify_outcome
@@ -120,7 +121,8 @@ def test_failing_gold_action_is_rejected(toy_task, toy_domain, provenance):
 
 
 def test_acceptable_rejects_garbage_rewrites():
-    from trajforge.generators.blueprint import Utterance, acceptable
+    from trajforge.generators.blueprint_plan import Utterance
+    from trajforge.generators.verbalise import acceptable
 
     close = Utterance("user", "No, that's all. Thank you!", (), ())
     ask = Utterance("assistant", "Could you please tell me the email?", (), ())

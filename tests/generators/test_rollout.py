@@ -30,7 +30,9 @@ def test_oracle_rollout_reaches_gold_state_and_user_stop(toy_task, toy_domain, p
     traj = rollout(toy_task, toy_domain, OracleAgent(toy_task), ScriptedUser(toy_task), provenance)
     assert traj.termination == "user_stop"
     assert traj.final_state_hash == toy_task.gold_final_hash
-    assert traj.messages[0].role == "system" and toy_domain.policy in traj.messages[0].content
+    assert (
+        traj.messages[0].role == "system" and toy_domain.policy.strip() in traj.messages[0].content
+    )
     assert traj.messages[1].role == "user"
     assert [s.call.name for s in traj.steps] == ["get_account", "deposit"]
     assert traj.steps[1].mutating and any("balance" in d.path for d in traj.steps[1].state_diff)

@@ -2,8 +2,10 @@ import asyncio
 
 import pytest
 
+from trajforge.generators.domains.retail.tasks import VOCABULARY as RETAIL
+from trajforge.generators.domains.toy.tasks import VOCABULARY as TOY_VOCABULARY
 from trajforge.generators.llm.scripted import ScriptedLLM
-from trajforge.generators.prompts import AGENT_GREETING, ROLE_REMINDER, STOP_TOKEN
+from trajforge.generators.prompts import AGENT_GREETING, STOP_TOKEN, role_reminder
 from trajforge.generators.user import (
     LLMUser,
     ScriptedUser,
@@ -31,7 +33,7 @@ def run(coro):
     ],
 )
 def test_agent_like_text_is_role_confusion(text):
-    assert looks_like_agent(text)
+    assert looks_like_agent(text, RETAIL.action_verbs)
 
 
 @pytest.mark.parametrize(
@@ -45,7 +47,13 @@ def test_agent_like_text_is_role_confusion(text):
     ],
 )
 def test_customer_text_is_not_role_confusion(text):
-    assert not looks_like_agent(text)
+    assert not looks_like_agent(text, RETAIL.action_verbs)
+
+
+def test_narrated_verbs_are_the_domains():
+    assert not looks_like_agent("I have cancelled your order #W123.")  # not a generic verb
+    assert not looks_like_agent("I've deposited the money.")
+    assert looks_like_agent("I've deposited the money.", TOY_VOCABULARY.action_verbs)
 
 
 def test_stop_reason_tokens():
@@ -84,14 +92,14 @@ def test_llm_user_retries_once_with_reminder_then_recovers(toy_task):
     llm = ScriptedLLM(replies=["How can I help you today?", "I need to deposit money."])
     turn = run(LLMUser(llm, "m", toy_task).reply([], seed=1))
     assert turn.message.content == "I need to deposit money." and not turn.role_confused
-    assert llm.requests[1].messages[-1].content == ROLE_REMINDER
+    assert llm.requests[1].messages[-1].content == role_reminder()
     assert llm.requests[0].seed != llm.requests[1].seed
     assert turn.cost.llm_calls == 2
 
 
 def test_llm_user_marks_persistent_role_confusion(toy_task):
     call = Message(role="assistant", tool_calls=(ToolCall(id="a", name="deposit"),))
-    llm = ScriptedLLM(replies=[call, "I have cancelled your order."])
+    llm = ScriptedLLM(replies=[call, "I have updated your account."])
     turn = run(LLMUser(llm, "m", toy_task).reply([], seed=1))
     assert turn.role_confused
 

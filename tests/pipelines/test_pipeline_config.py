@@ -32,7 +32,11 @@ def test_good_config_loads_with_defaults(tmp_path):
     [
         (GOOD + "colour: blue\n", "colour: unknown field"),
         (GOOD.replace("num_tasks: 3", "num_tasks: many"), "num_tasks"),
-        (GOOD.replace("domain: retail\n", ""), "domain: required field is missing"),
+        (GOOD.replace("domain: retail\n", ""), "set exactly one of `domain.*neither"),
+        (GOOD + "domains: {retail: 1}\n", "set exactly one of `domain.*both"),
+        (GOOD.replace("domain: retail", "domains: {retail: 0.7, toy: 0}"), "domains.toy: weight"),
+        (GOOD.replace("domain: retail", "domains: {retail: 1, air: 1}"), "unknown domain 'air'"),
+        (GOOD.replace("domain: retail", "domains: {}"), "domains is empty"),
         (GOOD.replace("domain: retail", "domain: airline"), "unknown domain 'airline'"),
         (GOOD.replace("responder: echo", "responder: nope"), "responder"),
         (GOOD + "output: {splits: {train: 0.5, test: 0.1}}\n", "sum to 1.0"),
@@ -42,6 +46,20 @@ def test_good_config_loads_with_defaults(tmp_path):
 def test_bad_config_names_the_field(tmp_path, text, expected):
     with pytest.raises(ConfigError, match=expected):
         load_config(write(tmp_path, text))
+
+
+def test_mixed_domains_draw_each_index_by_weight(tmp_path):
+    cfg = load_config(
+        write(tmp_path, GOOD.replace("domain: retail", "domains: {retail: 3, toy: 1}"))
+    )
+    assert cfg.domain_names == ("retail", "toy")
+    drawn = [cfg.domain_of(i) for i in range(2000)]
+    assert drawn == [cfg.domain_of(i) for i in range(2000)]  # deterministic per index
+    assert 0.70 < drawn.count("retail") / len(drawn) < 0.80
+    single = load_config(write(tmp_path, GOOD))
+    assert single.domain_names == ("retail",) and {single.domain_of(i) for i in range(50)} == {
+        "retail"
+    }
 
 
 def test_cli_exits_nonzero_with_message_on_bad_config(tmp_path, capsys):

@@ -3,12 +3,15 @@
 import pytest
 from trajectory_builders import ORDER, Convo, cancel_convo, make_task
 
+from trajforge.generators.domains.retail.tasks import VOCABULARY as RETAIL
 from trajforge.schemas import GoldAction, Rejected
 from trajforge.verifiers.hallucination import check_hallucinated_values
 from trajforge.verifiers.loops import check_loops
 from trajforge.verifiers.result import FilterResult
 from trajforge.verifiers.structural import check_agent_tool_calls, check_narrated_actions
 from trajforge.verifiers.user_fidelity import check_user_fidelity
+
+RETAIL_VERBS = RETAIL.action_verbs
 
 
 def test_filter_result_invariants():
@@ -82,7 +85,7 @@ def test_narrated_cancel_without_write_is_rejected():
         .agent("Done! I've successfully cancelled order #W1234567.")
         .build()
     )
-    result = check_narrated_actions(t)
+    result = check_narrated_actions(t, RETAIL_VERBS)
     assert not result.passed and result.reason == "narrated_action"
     assert "cancelled" in result.detail
 
@@ -92,7 +95,7 @@ def test_narrated_cancel_after_failed_write_is_rejected():
     c.call("cancel_pending_order", order_id="#W1234567", reason="ordered by mistake")
     c.result(None, error="Error: order is delivered", mutating=True)
     c.agent("I have cancelled order #W1234567.")
-    assert not check_narrated_actions(c.build()).passed
+    assert not check_narrated_actions(c.build(), RETAIL_VERBS).passed
 
 
 def test_narrated_cancel_with_wrong_tool_is_rejected():
@@ -100,11 +103,11 @@ def test_narrated_cancel_with_wrong_tool_is_rejected():
     c.call("modify_pending_order_address", order_id="#W1234567", zip="94110")
     c.result(ORDER, diff=(("orders.#W1234567.zip", "10001", "94110"),))
     c.agent("I have cancelled order #W1234567.")
-    assert not check_narrated_actions(c.build()).passed
+    assert not check_narrated_actions(c.build(), RETAIL_VERBS).passed
 
 
 def test_narrated_cancel_after_successful_write_is_kept(good_trajectory):
-    assert check_narrated_actions(good_trajectory).passed
+    assert check_narrated_actions(good_trajectory, RETAIL_VERBS).passed
 
 
 def test_reported_status_is_not_a_claim():
@@ -116,7 +119,16 @@ def test_reported_status_is_not_a_claim():
         .agent("Your order #W1234567 has been cancelled already.")
         .build()
     )
-    assert check_narrated_actions(t).passed
+    assert check_narrated_actions(t, RETAIL_VERBS).passed
+
+
+def test_action_verbs_come_from_the_domain():
+    c = Convo().user("cancel #W1234567")
+    c.agent("I have cancelled order #W1234567.")
+    assert check_narrated_actions(c.build()).passed  # "cancelled" is no generic action verb
+    c = Convo().user("add a task")
+    c.agent("I've created the task for you.")
+    assert not check_narrated_actions(c.build()).passed  # "created" is one, and nothing wrote
 
 
 # --- loops --------------------------------------------------------------------------------
@@ -205,7 +217,7 @@ def test_gold_action_task_builder_accepts_gold():
 
 
 def test_extract_values_keeps_facts_and_skips_prose():
-    from trajforge.verifiers.text import extract_values
+    from trajforge.generators.values import extract_values
 
     text = (
         "Order #W1234567 ($1,054.90) ships 2024-05-01 to a.b@x.com, card credit_card_123, "

@@ -2,7 +2,9 @@ import asyncio
 
 from trajectory_builders import ORDER, Convo, cancel_convo, make_task
 
+from trajforge.generators.domains.retail.tasks import VOCABULARY as RETAIL
 from trajforge.generators.llm.scripted import ScriptedLLM
+from trajforge.generators.vocabulary import DomainVocabulary
 from trajforge.schemas import GoldAction, Signatures
 from trajforge.verifiers.no_tool_baseline import check_shortcut_prone, no_tool_baseline
 from trajforge.verifiers.signatures import (
@@ -65,14 +67,14 @@ def test_prior_shortcut_rate():
 
 def test_read_only_task_answered_without_tools_is_shortcut_prone():
     task = make_task(task_types=("order_status",), expected_outputs=("delivered", "2024-05-01"))
-    assert not check_shortcut_prone(task, "It was delivered on 2024-05-01.").passed
-    assert check_shortcut_prone(task, "It was delivered, I am not sure when.").passed
-    assert check_shortcut_prone(task, "It is pending, expected 2024-05-01").passed
+    assert not check_shortcut_prone(task, "It was delivered on 2024-05-01.", RETAIL).passed
+    assert check_shortcut_prone(task, "It was delivered, I am not sure when.", RETAIL).passed
+    assert check_shortcut_prone(task, "It is pending, expected 2024-05-01", RETAIL).passed
 
 
 def test_write_task_is_never_shortcut_prone():
     task = make_task(expected_outputs=("54.90",))
-    result = check_shortcut_prone(task, "I cancelled it, $54.90 refunded")
+    result = check_shortcut_prone(task, "I cancelled it, $54.90 refunded", RETAIL)
     assert result.passed and "write task" in result.detail
 
 
@@ -84,6 +86,14 @@ def test_no_tool_baseline_asks_without_tools():
     request = llm.requests[0]
     assert request.tools == () and request.seed == 3
     assert "#W1234567" in request.messages[1].content
+
+
+def test_read_only_task_types_are_the_domains():
+    task = make_task(task_types=("order_status",), expected_outputs=("delivered",))
+    assert not check_shortcut_prone(task, "It was delivered.", RETAIL).passed
+    # A domain that does not declare order_status read-only never calls it shortcut-prone.
+    other = DomainVocabulary(task_types=("order_status",))
+    assert check_shortcut_prone(task, "It was delivered.", other).passed
 
 
 def test_lookup_signature_counts_calls_before_answer():

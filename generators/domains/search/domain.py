@@ -9,7 +9,7 @@ from trajforge.generators.domains.search.data_model import SearchState
 from trajforge.generators.domains.search.tools import TOOLS
 from trajforge.generators.domains.search.verification import OUTCOME_CHECKS
 from trajforge.generators.tooling import Toolbox, apply_patches
-from trajforge.generators.vocabulary import DomainVocabulary
+from trajforge.generators.vocabulary import DomainVocabulary, with_generic_verbs
 from trajforge.schemas import InitialState, Persona, Task
 
 
@@ -22,15 +22,25 @@ def load_policy() -> str:
     )
 
 
+#: A question is answered from the corpus; the one write only records the answer, so a model that
+#: answers without any tool (prior knowledge, a guess) is exactly the shortcut the no-tool
+#: baseline looks for: the task type counts as read-only.
+VOCABULARY = DomainVocabulary(
+    task_types=(tasks.TASK_TYPE,),
+    read_only_task_types=frozenset({tasks.TASK_TYPE}),
+    user_role="user",
+    agent_role="research assistant",
+    action_verbs=with_generic_verbs({"answered": ("answer",), "recorded": ("answer",)}),
+)
+
+
 class SearchDomain:
     """Information seeking over a generated document collection (multi-hop questions)."""
 
     name = "search"
+    vocabulary = VOCABULARY
     outcome_checks = OUTCOME_CHECKS
     confirm_writes = False  # the one write is the final answer; the policy asks no confirmation
-    #: Its words for generic code (the kit's Domain protocol); not read-only for the no-tool
-    #: check, as before the vocabulary existed (the answer is submitted by a write).
-    vocabulary = DomainVocabulary(task_types=("multi_hop_question",), user_role="user")
 
     def __init__(self) -> None:
         self.policy: str = load_policy()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from trajforge.generators.domains.retail.data_model import (
@@ -389,12 +387,8 @@ def test_generated_state_is_deterministic_and_seed_dependent():
     assert state_hash(generate_state(11)) != state_hash(generate_state(12))
 
 
-def test_generated_state_is_fast_and_consistent():
-    start = time.perf_counter()
-    for seed in range(20):
-        s = generate_state(seed)
-        state_hash(s)
-    assert (time.perf_counter() - start) / 20 < 0.02
+def test_generated_state_is_consistent():
+    # Generation speed is measured by benchmarks/, not asserted here (shared, noisy machines).
     s = generate_state(5)
     assert (len(s.users), len(s.products), len(s.orders)) == (30, 12, 60)
     for order in s.orders.values():

@@ -172,16 +172,24 @@ def test_run_all_refuses_to_run_on_the_loop_thread():
         run_all([nested], max_in_flight=1)
 
 
-def test_throughput_sanity_many_sleeps_overlap():
+def test_many_sleeps_overlap_up_to_the_limit():
+    """1,000 waits run 200 at a time (overlap is counted, not timed: machines are noisy)."""
     inflight = InFlight(max_in_flight=200)
-    start = time.perf_counter()
+    running = peak = 0
+
+    async def unit(index: int) -> int:
+        nonlocal running, peak  # every unit runs on the one loop thread
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.02)
+        running -= 1
+        return index
+
     for index in range(1000):
-        inflight.submit(index, asyncio.sleep(0.02, result=index))
-    done = inflight.drain(timeout_s=30)
-    elapsed = time.perf_counter() - start
+        inflight.submit(index, unit(index))
+    done = inflight.drain(timeout_s=60)
     assert len(done) == 1000
-    # Serial would take 20 s; 5 waves of 20 ms is the ideal 0.1 s.
-    assert elapsed < 1.5, elapsed
+    assert peak == 200
 
 
 def _child_uses_engine(queue: multiprocessing.Queue) -> None:
