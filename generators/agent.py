@@ -29,11 +29,33 @@ from trajforge.schemas import (
 
 
 @dataclass(frozen=True)
+class SampledTokens:
+    """The exact token ids a model sampled for one turn, with each token's log-probability.
+
+    A trainer (on-policy distillation) needs the tokens the policy really produced, not a
+    re-encoding of the decoded text, which can tokenize differently; the log-probabilities are
+    those of the sampling policy (`log p_old`), one per token.
+    """
+
+    token_ids: tuple[int, ...]
+    logprobs: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.token_ids) != len(self.logprobs):
+            raise ValueError(
+                f"SampledTokens: {len(self.token_ids)} token_ids but {len(self.logprobs)} "
+                "logprobs; give one log-probability per sampled token"
+            )
+
+
+@dataclass(frozen=True)
 class AgentTurn:
-    """One agent message (text and/or tool calls) and what producing it cost."""
+    """One agent message (text and/or tool calls), what producing it cost, and optionally the
+    sampled tokens behind it (policies that sample token by token, for trainers)."""
 
     message: Message  # role="assistant"
     cost: Cost = Cost()
+    sampled: SampledTokens | None = None
 
 
 class AgentPolicy(Protocol):

@@ -56,7 +56,7 @@ def load_object(path: str) -> Any:
 
 
 #: What a domain class must provide (the `Domain` protocol in generators/tooling.py).
-DOMAIN_MEMBERS = ("name", "policy", "toolbox", "initial_state", "synthesize_task")
+DOMAIN_MEMBERS = ("name", "policy", "toolbox", "vocabulary", "initial_state", "synthesize_task")
 
 
 def load_domain(path: str) -> Any:

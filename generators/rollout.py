@@ -6,18 +6,23 @@ observation and the conversation continues); then the user replies. The loop end
 token, an agent transfer, `max_turns`, `max_steps`, or an agent that repeatedly says nothing.
 `LLMError` is never caught here: the pipeline dead-letters it with its traceback. A user that
 stays out of role after its retry is refused with `Rejected("role_confusion")`.
+
+An optional `RolloutObserver` sees every message the moment it joins the conversation, with the
+agent's `AgentTurn` for assistant messages (and so its sampled tokens, when the policy has
+them): a trainer records the turns of a rollout without re-implementing this loop.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from pydantic import BaseModel
 
-from trajforge.generators.agent import AgentPolicy
+from trajforge.generators.agent import AgentPolicy, AgentTurn
 from trajforge.generators.prompts import TRANSFER_TOKEN, agent_system_prompt
-from trajforge.generators.tooling import Domain, state_hash
+from trajforge.generators.tooling import Domain, ToolExecution, state_hash
 from trajforge.generators.user import UserSimulator
 from trajforge.schemas import (
     Cost,
@@ -36,6 +41,17 @@ from trajforge.schemas import (
 MAX_EMPTY_AGENT_OUTPUTS = 2
 
 
+class RolloutObserver(Protocol):
+    """Told of each message appended to the conversation, in order (system prompt first).
+
+    `turn` is the agent's turn for assistant messages (the message may differ from
+    `turn.message` only by the tool-call ids the loop made unique), None for the others.
+    Empty agent outputs that the loop discards are never reported.
+    """
+
+    def on_message(self, message: Message, turn: AgentTurn | None) -> None: ...
+
+
 @dataclass
 class _Run:
     """Mutable state of one rollout in progress (local to a single `run_rollout` call)."""
@@ -49,6 +65,13 @@ class _Run:
     cost: Cost = Cost()
     turn: int = 0
     call_ids: set[str] = field(default_factory=set)
+    observer: RolloutObserver | None = None
+
+    def append(self, message: Message, turn: AgentTurn | None = None) -> None:
+        """Add a message to the conversation and tell the observer, if any."""
+        self.messages.append(message)
+        if self.observer is not None:
+            self.observer.on_message(message, turn)
 
     def llm_seed(self, role: str, *extra: object) -> int:
         return derive_seed(self.task.id, "rollout", self.seed, self.turn, role, *extra)
@@ -72,6 +95,7 @@ async def run_rollout(
     max_steps: int = 60,
     seed: int,
     provenance: Provenance,
+    observer: RolloutObserver | None = None,
 ) -> Trajectory:
     """Run one conversation to a termination and return it as a Trajectory (mode "rollout")."""
     run = _Run(
@@ -79,9 +103,11 @@ async def run_rollout(
         domain=domain,
         state=domain.initial_state(task.initial_state),
         seed=seed,
-        messages=[
-            Message(role="system", content=agent_system_prompt(domain.policy, domain.vocabulary))
-        ],
+        messages=[],
+        observer=observer,
+    )
+    run.append(
+        Message(role="system", content=agent_system_prompt(domain.policy, domain.vocabulary))
     )
     termination = await _converse(run, agent, user, max_turns=max_turns, max_steps=max_steps)
     return Trajectory.create(
@@ -120,7 +146,7 @@ async def _user_speaks(run: _Run, user: UserSimulator) -> TerminationReason | No
             f"task {run.task.id} turn {run.turn}: user sounded like the agent after a reminder: "
             f"{(turn.message.content or '')[:200]!r}",
         )
-    run.messages.append(turn.message)
+    run.append(turn.message)
     return turn.stop
 
 
@@ -143,7 +169,7 @@ async def _agent_acts(run: _Run, agent: AgentPolicy, *, max_steps: int) -> Termi
                 return "agent_error"
             continue
         empty = 0
-        run.messages.append(message)
+        run.append(message, turn)
         if not message.tool_calls:
             return "transfer" if TRANSFER_TOKEN in (message.content or "") else None
         if _execute_calls(run, message.tool_calls, max_steps=max_steps):
@@ -159,28 +185,32 @@ def _execute_calls(run: _Run, calls: Sequence[ToolCall], *, max_steps: int) -> b
     transferred = False
     for call in calls:
         if len(run.steps) >= max_steps:
-            run.messages.append(_tool_message(call, "Error: step limit reached; call not run"))
+            run.append(tool_message(call, "Error: step limit reached; call not run"))
             continue
         execution = run.domain.toolbox.execute(run.state, call)
-        run.messages.append(_tool_message(call, execution.observation))
-        run.steps.append(
-            StepRecord(
-                index=len(run.steps),
-                turn=run.turn,
-                call=call,
-                result=None if execution.error else execution.observation,
-                error=execution.observation if execution.error else None,
-                state_diff=execution.diff,
-                mutating=execution.mutating,
-            )
-        )
+        run.append(tool_message(call, execution.observation))
+        run.steps.append(step_record(len(run.steps), run.turn, call, execution))
         spec = run.domain.toolbox.spec(call.name)
         transferred |= execution.error is None and spec is not None and spec.kind == "transfer"
     return transferred
 
 
-def _tool_message(call: ToolCall, content: str) -> Message:
+def tool_message(call: ToolCall, content: str) -> Message:
+    """The tool message that answers `call` in the conversation."""
     return Message(role="tool", content=content, tool_call_id=call.id, name=call.name)
+
+
+def step_record(index: int, turn: int, call: ToolCall, execution: ToolExecution) -> StepRecord:
+    """The record of one executed call (result or error, state diff), as every loop keeps it."""
+    return StepRecord(
+        index=index,
+        turn=turn,
+        call=call,
+        result=None if execution.error else execution.observation,
+        error=execution.observation if execution.error else None,
+        state_diff=execution.diff,
+        mutating=execution.mutating,
+    )
 
 
 def _with_unique_call_ids(message: Message, run: _Run) -> Message:

@@ -239,6 +239,10 @@ class Toolbox:
     def spec(self, name: str) -> ToolSpec | None:
         return self._by_name.get(name)
 
+    def functions(self) -> tuple[Callable[..., Any], ...]:
+        """The tool functions, in declaration order (adapters re-expose their signatures)."""
+        return tuple(self._functions.values())
+
     def execute(self, state: BaseModel, call: ToolCall) -> ToolExecution:
         """Run one call against `state` (mutated in place on success); never raises."""
         spec = self._by_name.get(call.name)
@@ -267,12 +271,23 @@ class Toolbox:
         before = state.model_dump(mode="json") if spec.mutates_state else None
         try:
             result = self._functions[call.name](state, **dict(args))
-        except ToolError as err:
+        except Exception as err:  # noqa: BLE001 - model-chosen arguments must never crash a run
             if before is not None:
                 _restore(state, before)
-            return ToolExecution(f"Error: {err}", "tool_error", (), spec.mutates_state)
+            return ToolExecution(_error_observation(err), "tool_error", (), spec.mutates_state)
         diff = state_diff(before, state.model_dump(mode="json")) if before is not None else ()
         return ToolExecution(_render_result(result), None, diff, spec.mutates_state)
+
+
+def _error_observation(err: Exception) -> str:
+    """The agent-visible text of a failed call. A `ToolError` is a violated precondition and
+    says so; anything else (OverflowError, RecursionError, ValueError from model-chosen input)
+    is named by type, bounded in length, so the rollout continues and a cached response replays
+    to the same observation instead of the same crash."""
+    if isinstance(err, ToolError):
+        return f"Error: {err}"
+    detail = str(err)[:200] or "no detail"
+    return f"Error: the tool failed on these arguments ({type(err).__name__}: {detail})"
 
 
 def _restore(state: BaseModel, dumped: dict[str, Any]) -> None:

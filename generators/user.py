@@ -53,7 +53,7 @@ class UserTurn:
 
 
 class UserSimulator(Protocol):
-    """The customer: given the visible conversation (user/assistant text), say the next thing."""
+    """The user: given the visible conversation (user/assistant text), say the next thing."""
 
     async def reply(self, conversation: Sequence[Message], seed: int) -> UserTurn: ...
 

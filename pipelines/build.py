@@ -23,7 +23,8 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from trajforge.pipelines import io, stages
-from trajforge.pipelines.config import BuildConfig
+from trajforge.pipelines.config import BuildConfig, FailureConfig
+from trajforge.pipelines.preflight import LOCAL_RUNNERS
 from trajforge.pipelines.resources import StageResources
 from trajforge.pipelines.transforms.dedup import Dedup
 from trajforge.pipelines.transforms.routing import (
@@ -43,6 +44,33 @@ from trajforge.verifiers.filters import build_filters
 
 class BuildError(RuntimeError):
     """The build ran but its outputs are not trustworthy (e.g. the accounting is off)."""
+
+
+class BuildFailed(BuildError):
+    """The build finished but produced too little to count as a dataset (see `failure_reason`);
+    the manifest is written, `_SUCCESS` is not."""
+
+    def __init__(self, summary: str, manifest: dict[str, Any]):
+        super().__init__(summary)
+        self.manifest = manifest
+
+
+def failure_reason(outputs: dict[str, Any], inputs: int, cfg: FailureConfig) -> str | None:
+    """Why a finished build counts as failed (None when it does not). Automation reads the exit
+    status and `_SUCCESS`: a run with every call failing must not look like a good one."""
+    kept, dead = outputs["kept"], outputs["dead_lettered"]
+    fraction = dead / inputs if inputs else 0.0
+    if kept < cfg.min_kept:
+        why = f"kept {kept} rows (failure.min_kept: {cfg.min_kept})"
+    elif fraction > cfg.max_dead_letter_fraction:
+        why = (
+            f"dead-lettered {dead} of {inputs} ({fraction:.0%} > failure.max_dead_letter_fraction "
+            f"{cfg.max_dead_letter_fraction:.0%})"
+        )
+    else:
+        return None
+    stages = ", ".join(f"{k}: {v}" for k, v in sorted(outputs["dead_letter_by_stage"].items()))
+    return f"build failed: {why}" + (f"; dead letters by stage: {stages}" if stages else "")
 
 
 @dataclass(frozen=True)
@@ -172,9 +200,6 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, run_dir: str) -> None:
     )
 
 
-LOCAL_RUNNERS = ("FnApiRunner", "DirectRunner", "BundleBasedDirectRunner", "PrismRunner")
-
-
 def progress_line(counters: dict[str, int]) -> str:
     """kept / rejected / failed / LLM calls, from the stage counters (same as the local bar)."""
     from trajforge.pipelines.progress import disposition
@@ -255,7 +280,15 @@ def make_manifest(
             ("judge", roles.judge or roles.agent),
         )
     }
-    tokens = {k.split(".", 1)[1]: v for k, v in counters.items() if k.startswith("tokens.")}
+    tokens = dict.fromkeys(
+        ("llm_calls", "cached_calls", "prompt_tokens", "completion_tokens", "requests"), 0
+    )
+    tokens.update({k.split(".", 1)[1]: v for k, v in counters.items() if k.startswith("tokens.")})
+    llm: dict[str, dict[str, int]] = {}
+    for key, value in counters.items():
+        if key.startswith("llm."):
+            _, role, name = key.split(".", 2)
+            llm.setdefault(role, {})[name] = value
     inputs = config.num_tasks
     accounted = outputs["kept"] + outputs["rejected"] + outputs["dead_lettered"]
     return {
@@ -277,10 +310,11 @@ def make_manifest(
         "stage_counts": {
             k: v
             for k, v in sorted(counters.items())
-            if not k.startswith(("tokens.", FILTER_COUNTER_PREFIX))
+            if not k.startswith(("tokens.", "llm.", FILTER_COUNTER_PREFIX))
         },
         "filters": filter_counts(config, counters),
         "tokens": tokens,
+        "llm": llm,  # per role: calls, cached_calls, requests, retries.<cause>, errors, tokens
         "wall_time_s": round(wall_s, 3),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
@@ -306,12 +340,18 @@ def run_build(config: BuildConfig, run_dir: str, beam_args: list[str]) -> BuildR
     diversity_path = io.join(run_dir, io.DIVERSITY_FILE)
     if io.FileSystems.exists(diversity_path):
         manifest["diversity"] = json.loads(io.read_text(diversity_path))
-    io.write_text(io.join(run_dir, "manifest.json"), json.dumps(manifest, indent=2, sort_keys=True))
+    failure = None
     if not manifest["accounting"]["holds"]:
-        raise BuildError(
+        failure = (
             f"accounting identity failed: inputs={manifest['inputs']} but kept+rejected+"
             f"dead_lettered={outputs['kept']}+{outputs['rejected']}+{outputs['dead_lettered']}"
         )
+    failure = failure or failure_reason(outputs, config.num_tasks, config.failure)
+    manifest["status"] = "failed" if failure else "succeeded"
+    manifest["failure"] = failure
+    io.write_text(io.join(run_dir, "manifest.json"), json.dumps(manifest, indent=2, sort_keys=True))
+    if failure:
+        raise BuildFailed(failure, manifest)
     io.write_text(io.join(run_dir, "README.md"), io.dataset_card(config.name, manifest))
     io.write_text(io.join(run_dir, io.SUCCESS_MARKER), manifest["finished_at"] + "\n")
     return BuildResult(run_dir=run_dir, manifest=manifest)

@@ -39,25 +39,77 @@ def run_trajectories(run_dir: str, limit: int | None = None) -> Iterator[Traject
         yield Trajectory.from_json(rejection["payload_json"])
 
 
-def calibrate_run(run_dir: str, limit: int | None = None) -> dict:
+def judge_with_progress(works: list, max_in_flight: int, show: bool = True) -> list:
+    """Run the judge calls with a progress bar and a time estimate on stderr.
+
+    Why: with the embedded CPU model a calibration takes tens of minutes; a silent command
+    looks hung. Results come back in input order (errors re-raised), like `run_all`."""
+    import sys
+
+    from tqdm import tqdm
+
+    from trajforge.generators.llm.concurrency import InFlight
+
+    in_flight: InFlight = InFlight(max_in_flight)
+    results: dict[int, object] = {}
+    with tqdm(
+        total=len(works), desc="calibrate", unit="traj", file=sys.stderr, disable=not show
+    ) as bar:
+
+        def collect(done) -> None:
+            for item in done:
+                results[item.key] = item.unwrap()
+            bar.update(len(done))
+
+        for index, work in enumerate(works):
+            in_flight.submit(index, work)
+            collect(in_flight.ready())
+        while in_flight.outstanding:
+            collect(_next_batch(in_flight))
+    return [results[i] for i in range(len(works))]
+
+
+def _next_batch(in_flight) -> list:
+    """Wait briefly for the next finished units (so the bar moves while the rest run)."""
+    import time
+
+    done = in_flight.ready()
+    while not done and in_flight.outstanding:
+        time.sleep(0.05)
+        done = in_flight.ready()
+    return done
+
+
+def calibrate_run(run_dir: str, limit: int | None = None, show_progress: bool = True) -> dict:
+    import sys
+
     from trajforge.generators.domains import get_domain
-    from trajforge.generators.llm.concurrency import run_all
     from trajforge.pipelines.builders import build_judge
     from trajforge.pipelines.resources import shared_role_clients
     from trajforge.verifiers.calibration import calibrate
 
     config = BuildConfig.model_validate(json.loads(io.read_text(io.join(run_dir, "config.json"))))
     clients = shared_role_clients(config, run_dir)
+    settings = config.quality.judge.settings
     judge = build_judge(config, clients)
     policies = {name: get_domain(name).policy for name in config.domain_names}
     trajectories = list(run_trajectories(run_dir, limit))
+    if show_progress:
+        print(
+            f"judging {len(trajectories)} trajectories with {judge.name} "
+            f"({settings.committee_size} call(s) each, up to {settings.max_attempts} attempts; "
+            "the embedded CPU model takes seconds per call)",
+            file=sys.stderr,
+        )
 
     async def judged(t: Trajectory) -> Trajectory:
         judgement = await judge.judge(t, policies[t.task.domain], derive_seed(t.id, "calibrate", 0))
         return t.model_copy(update={"judgements": (*t.judgements, judgement)})
 
-    results = run_all(
-        [lambda t=t: judged(t) for t in trajectories], config.concurrency.max_in_flight
+    results = judge_with_progress(
+        [lambda t=t: judged(t) for t in trajectories],
+        config.concurrency.max_in_flight,
+        show_progress,
     )
     report = calibrate(results).model_dump(mode="json")
     report["judge"] = judge.name

@@ -3,9 +3,14 @@
     trajforge build --config configs/quickstart.yaml --output runs/quick [--resume|--overwrite]
                     [any Beam pipeline option, e.g. --runner DataflowRunner --project ...]
     trajforge verify --input FILE.jsonl|RUN_DIR --output VERDICTS.jsonl [--config CONFIG]
+    trajforge finetune sft --data RUN_DIR --model MODEL_DIR --output OUT   (see finetune/cli.py)
+    trajforge eval --model SPEC --tasks RUN_DIR --k K                      (see finetune/cli.py)
 
-Unknown flags are passed to Beam unchanged. Local runs default to `--runner=FnApiRunner`, which
-never downloads a runner binary.
+Beam's own flags are passed to Beam unchanged; any other flag is refused with the closest
+match (a typo such as `--ovewrite` never reaches Beam). Local runs default to
+`--runner=FnApiRunner`, which never downloads a runner binary. Exit status: 0 success, 1 a
+failed build (too few kept rows or too many dead letters; manifest written, no `_SUCCESS`),
+2 a usage or config error (one line naming the flag or field and the fix).
 """
 
 from __future__ import annotations
@@ -25,8 +30,11 @@ class _DropOptionalGcpNotice(logging.Filter):
 # Installed before Beam is imported (below): the notice is logged on the root logger at import.
 logging.getLogger().addFilter(_DropOptionalGcpNotice())
 
+from trajforge.finetune import cli as finetune_cli  # noqa: E402
 from trajforge.pipelines import io  # noqa: E402
 from trajforge.pipelines.config import ConfigError, load_config  # noqa: E402
+from trajforge.pipelines.preflight import PreflightError  # noqa: E402
+from trajforge.pipelines.run_dir import RunDirError  # noqa: E402
 
 
 class UsageError(Exception):
@@ -45,7 +53,19 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="continue an interrupted build in --output (cached LLM calls are not repeated)",
     )
-    mode.add_argument("--overwrite", action="store_true", help="delete --output first")
+    mode.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the trajforge run in --output (only what a run wrote is deleted; the "
+        "response cache is kept)",
+    )
+    cache = build.add_mutually_exclusive_group()
+    cache.add_argument(
+        "--clear-cache", action="store_true", help="delete the run's response cache first"
+    )
+    cache.add_argument(
+        "--no-cache", action="store_true", help="neither read nor write the response cache"
+    )
     build.add_argument("--no-progress", action="store_true", help="no progress bar")
     calib = sub.add_parser(
         "calibrate", help="agreement of the run's LLM judge with the programmatic outcome"
@@ -58,6 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     verify.add_argument("--input", required=True, help="Trajectory JSONL file or run directory")
     verify.add_argument("--output", required=True, help="verdicts JSONL to write")
     verify.add_argument("--config", default=None, help="build config whose quality.filters to run")
+    finetune_cli.add_parsers(sub)
     return parser
 
 
@@ -67,38 +88,9 @@ def with_default_runner(beam_args: list[str]) -> list[str]:
     return ["--runner=FnApiRunner", *beam_args]
 
 
-def prepare_run_dir(output: str, config_hash: str, resume: bool, overwrite: bool) -> None:
-    """Refuse to mix runs: a non-empty output needs --resume (same config) or --overwrite."""
-    if io.is_nonempty_dir(output):
-        if overwrite:
-            io.delete_tree(output)
-        elif resume:
-            previous = io.join(output, "config.json")
-            if io.FileSystems.exists(previous):
-                import json
-
-                old = json.loads(io.read_text(previous))
-                from trajforge.pipelines.config import BuildConfig
-
-                if BuildConfig.model_validate(old).config_hash() != config_hash:
-                    raise UsageError(
-                        f"--resume: {output} was built with a different config; "
-                        "use a new --output or --overwrite"
-                    )
-            for sub in (
-                io.DATA_DIR,
-                io.REJECTED_DIR,
-                io.DEAD_LETTER_DIR,
-                io.DIVERSITY_FILE,
-                io.SUCCESS_MARKER,
-            ):
-                io.delete_tree(io.join(output, sub))
-        else:
-            raise UsageError(
-                f"output directory {output} exists and is not empty; pass --resume to continue "
-                "an interrupted build (finished LLM calls are cached) or --overwrite to replace it"
-            )
-    io.ensure_dir(output)
+def _retries(manifest: dict) -> int:
+    roles = manifest.get("llm", {}).values()
+    return sum(v for role in roles for k, v in role.items() if k.startswith("retries."))
 
 
 def summary_table(manifest: dict) -> str:
@@ -115,26 +107,55 @@ def summary_table(manifest: dict) -> str:
         f"{'accounting identity holds':<44}{str(manifest['accounting']['holds']):>8}",
         f"{'LLM calls (cached)':<44}"
         f"{manifest['tokens'].get('llm_calls', 0):>8} ({manifest['tokens'].get('cached_calls', 0)})",
+        f"{'HTTP requests (retries)':<44}{manifest['tokens'].get('requests', 0):>8} "
+        f"({_retries(manifest)})",
         f"{'wall time (s)':<44}{manifest['wall_time_s']:>8.1f}",
     ]
     return "\n".join(lines)
 
 
+def _our_flags(command: str) -> list[str]:
+    """The option strings of one subcommand (for "did you mean" on a typo)."""
+    parser = _parser()
+    for action in parser._subparsers._group_actions if parser._subparsers else ():
+        sub = action.choices.get(command)
+        if sub is not None:
+            return sorted(o for a in sub._actions for o in a.option_strings if o.startswith("--"))
+    return []
+
+
 def cmd_build(args: argparse.Namespace, beam_args: list[str]) -> int:
-    from trajforge.pipelines.build import run_build
+    from trajforge.pipelines.build import BuildFailed, run_build
+    from trajforge.pipelines.preflight import preflight
     from trajforge.pipelines.progress import ProgressReporter
     from trajforge.pipelines.requirements import missing_requirements
+    from trajforge.pipelines.run_dir import prepare_run_dir, record_entries
 
     config = load_config(args.config)
     missing = missing_requirements(config)
     if missing:  # before anything is written or paid for
         raise UsageError("cannot start the build:\n  " + "\n  ".join(m.message() for m in missing))
+    if args.no_cache:
+        config = config.model_copy(
+            update={"cache": config.cache.model_copy(update={"enabled": False})}
+        )
     output = args.output.rstrip("/")
-    prepare_run_dir(output, config.config_hash(), args.resume, args.overwrite)
+    preflight(config, output, beam_args, _our_flags("build"))
+    prepare_run_dir(output, config.config_hash(), args.resume, args.overwrite, args.clear_cache)
     beam_args = with_default_runner(beam_args)
     local = "://" not in output
-    with ProgressReporter(output, config.num_tasks, enabled=local and not args.no_progress):
-        result = run_build(config, output, beam_args)
+    try:
+        with ProgressReporter(output, config.num_tasks, enabled=local and not args.no_progress):
+            result = run_build(config, output, beam_args)
+    except BuildFailed as failed:
+        print(summary_table(failed.manifest))
+        print(
+            f"error: {failed} (manifest: {output}/manifest.json; no {io.SUCCESS_MARKER})",
+            file=sys.stderr,
+        )
+        return 1
+    finally:
+        record_entries(output, config.config_hash())
     print(summary_table(result.manifest))
     train = result.manifest["outputs"]["splits"].get("train", {}).get("rows", 0)
     print(
@@ -153,7 +174,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     report = calibrate_run(run, args.limit)
     for key in ("judge", "n", "skipped", "ungradeable", "accuracy", "precision", "recall"):
         print(f"{key:<14}{report[key]}")
-    print(f"{'cohen_kappa':<14}{report['cohen_kappa']:.3f}")
+    kappa = report["cohen_kappa"]
+    shown = f"{kappa:.3f}" if kappa is not None else f"undefined ({report['kappa_note']})"
+    print(f"{'cohen_kappa':<14}{shown}")
+    if report["warning"]:
+        print(f"warning: {report['warning']}")
     print(f"\nWritten to {run}/calibration.json")
     return 0
 
@@ -184,7 +209,9 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_calibrate(args)
         if args.command == "verify":
             return cmd_verify(args)
-    except (ConfigError, UsageError) as err:
+        if args.command in ("finetune", "eval"):
+            return finetune_cli.run(args)
+    except (ConfigError, UsageError, PreflightError, RunDirError, *finetune_cli.ERRORS) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     return 1

@@ -13,6 +13,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from trajforge.generators.llm.factory import BackendConfig
+from trajforge.generators.llm.guard import TextLimits
 from trajforge.schemas import SamplingParams, canonical_json, content_hash, derive_seed
 from trajforge.verifiers.filters import DEFAULT_FILTERS, FilterSpec, build_filters, unique_names
 from trajforge.verifiers.judge import JudgeConfig
@@ -163,6 +164,13 @@ class QualityConfig(_Config):
         return value
 
 
+class FailureConfig(_Config):
+    """When a finished build counts as failed (exit 1, no `_SUCCESS`; the manifest is written)."""
+
+    max_dead_letter_fraction: float = Field(default=0.10, ge=0, le=1)
+    min_kept: int = Field(default=1, ge=0)
+
+
 class BuildConfig(_Config):
     """One build. `domain: retail` builds one domain; `domains: {retail: 0.7, toy: 0.3}` mixes
     several, each seed index drawing its domain by weight (`domain_of`)."""
@@ -181,6 +189,8 @@ class BuildConfig(_Config):
     output: OutputConfig = OutputConfig()
     cache: CacheConfig = CacheConfig()
     quality: QualityConfig = QualityConfig()
+    limits: TextLimits = TextLimits()  # size bounds on LLM replies and tool arguments
+    failure: FailureConfig = FailureConfig()
 
     @field_validator("domain")
     @classmethod
@@ -274,13 +284,44 @@ def format_validation_error(err: ValidationError, source: str) -> str:
     return "\n".join(lines)
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a mapping with a repeated key (plain YAML keeps the last one,
+    so a config with two `max_in_flight:` lines silently runs with the second)."""
+
+    def construct_mapping(self, node, deep=False):  # noqa: ANN001 - PyYAML's signature
+        seen: dict = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise ConfigError(
+                    f"duplicate key {key!r} at line {key_node.start_mark.line + 1} (first at "
+                    f"line {seen[key] + 1}); keep one of them"
+                )
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
+
+
+def _read_config_text(path: Path) -> str:
+    if path.is_dir():
+        raise ConfigError(f"config {path} is a directory; pass the YAML file inside it")
+    try:
+        return path.read_bytes().decode("utf-8")
+    except FileNotFoundError as err:
+        raise ConfigError(f"config file not found: {path}") from err
+    except PermissionError as err:
+        raise ConfigError(f"config {path} is not readable (permission denied)") from err
+    except UnicodeDecodeError as err:
+        raise ConfigError(
+            f"config {path} is not UTF-8 text (byte {err.start}); save it as UTF-8"
+        ) from err
+
+
 def load_config(path: str | Path) -> BuildConfig:
     """Read and validate a YAML build config; raise ConfigError with an actionable message."""
     path = Path(path)
+    text = _read_config_text(path)
     try:
-        raw = yaml.safe_load(path.read_text())
-    except FileNotFoundError as err:
-        raise ConfigError(f"config file not found: {path}") from err
+        raw = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as err:
         raise ConfigError(f"config {path} is not valid YAML: {err}") from err
     if not isinstance(raw, dict):

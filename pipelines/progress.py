@@ -62,6 +62,21 @@ class ProgressTally:
         os.replace(tmp, self.path)
 
 
+def clear_progress(run_dir: str) -> None:
+    """Forget earlier tallies of `run_dir`: the files a killed run left (a resumed build would
+    add them to its own counts) and this process's cached tallies (a second build into the same
+    directory in one process, as in tests, would start from the first one's counts)."""
+    import shutil
+
+    if "://" in run_dir:
+        return
+    shutil.rmtree(os.path.join(run_dir, PROGRESS_DIR), ignore_errors=True)
+    with ProgressTally._lock:
+        suffix = f":{run_dir}"
+        for key in [k for k in ProgressTally._instances if k.endswith(suffix)]:
+            del ProgressTally._instances[key]
+
+
 def disposition(counters: Mapping[str, int]) -> tuple[int, int, int, int]:
     """(kept, rejected, failed, LLM calls) from stage counters named `<stage>.kept`,
     `<stage>.rejected.<reason>`, `<stage>.dead_letter` and `tokens.llm_calls` (per-filter

@@ -17,11 +17,11 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from trajforge.generators.llm.accounting import AccountingLLM
 from trajforge.generators.llm.factory import BackendConfig, build_client, model_name
 from trajforge.generators.tooling import Domain
 from trajforge.pipelines.builders import Gates, RoleBuilders, build_gates, build_roles
 from trajforge.pipelines.config import BuildConfig
-from trajforge.schemas import LLMClient
 from trajforge.verifiers.protocol import FilterContext
 
 _LOCK = threading.Lock()
@@ -29,12 +29,23 @@ _LOCK = threading.Lock()
 _PROCESS_CLIENTS: dict[tuple[str, str], RoleClients] = {}
 
 
+ROLES = ("agent", "user", "judge", "baseline")
+
+
 @dataclass(frozen=True)
 class RoleClients:
-    agent: LLMClient
-    user: LLMClient
-    judge: LLMClient
+    """One accounting client per role; roles bound to the same backend share its connections,
+    cache and concurrency limit (so `max_in_flight` holds at that endpoint) but keep their own
+    tallies, which become the manifest's per-role counters."""
+
+    agent: AccountingLLM
+    user: AccountingLLM
+    judge: AccountingLLM
+    baseline: AccountingLLM  # the no-tool baseline, on the judge's backend
     models: dict[str, str]  # role -> model name, for provenance
+
+    def by_role(self) -> dict[str, AccountingLLM]:
+        return {role: getattr(self, role) for role in ROLES}
 
 
 def cache_path_for(run_dir: str) -> str:
@@ -55,13 +66,18 @@ def _build_role_clients(config: BuildConfig, cache_path: str | None) -> RoleClie
     if cache_path is not None:
         os.makedirs(os.path.dirname(cache_path), exist_ok=True)
         cache = ResponseCache(cache_path)
-    built: dict[str, Any] = {}
+    built: dict[str, AccountingLLM] = {}
 
-    def client_for(cfg: BackendConfig) -> LLMClient:
+    def client_for(cfg: BackendConfig) -> AccountingLLM:
         key = cfg.model_dump_json()
         if key not in built:  # roles bound to the same backend share one client
-            built[key] = build_client(cfg, cache=cache)
-        return built[key]
+            built[key] = build_client(
+                cfg,
+                cache=cache,
+                max_in_flight=config.concurrency.max_in_flight,
+                limits=config.limits,
+            )
+        return built[key].for_role()
 
     roles = config.roles
     user_cfg = roles.user or roles.agent
@@ -70,6 +86,7 @@ def _build_role_clients(config: BuildConfig, cache_path: str | None) -> RoleClie
         agent=client_for(roles.agent),
         user=client_for(user_cfg),
         judge=client_for(judge_cfg),
+        baseline=client_for(judge_cfg),
         models={
             "agent": model_name(roles.agent),
             "user": model_name(user_cfg),
@@ -85,6 +102,15 @@ def shared_role_clients(config: BuildConfig, run_dir: str) -> RoleClients:
         if key not in _PROCESS_CLIENTS:
             _PROCESS_CLIENTS[key] = _build_role_clients(config, cache_path)
         return _PROCESS_CLIENTS[key]
+
+
+def forget_process_clients(run_dir: str) -> None:
+    """Drop this process's clients whose cache lives in `run_dir` (its cache was deleted: an
+    open sqlite connection would keep answering from the unlinked file)."""
+    path = cache_path_for(run_dir)
+    with _LOCK:
+        for key in [k for k in _PROCESS_CLIENTS if k[1] == path]:
+            del _PROCESS_CLIENTS[key]
 
 
 class StageResources:

@@ -148,7 +148,12 @@ def _exported(message: Message) -> dict:
 
 def to_dataset_record(res: StageResources, trajectory: Trajectory) -> DatasetRecord:
     """The exported row: OpenAI-format messages and tools, plus what filtering needs."""
+    from trajforge.schemas.sanitize import find_control_token
+
     task = trajectory.task
+    leaked = find_control_token(trajectory.to_json())
+    if leaked is not None:  # the schema boundary should make this impossible: never export it
+        raise Rejected("control_token", f"control token {leaked!r} in the trajectory")
     split = split_of(task.persona.id, res.config.output.splits.model_dump())
     judge_scores = {f"{j.judge}/{a.axis}": a.score for j in trajectory.judgements for a in j.axes}
     return DatasetRecord(
@@ -192,8 +197,8 @@ async def no_tool_baseline_gate(res: StageResources, task: Task) -> Task:
         return task
     assert res.clients is not None
     seed = derive_seed(task.id, "baseline", 0)
-    judge, model = res.clients.judge, res.clients.models["judge"]
-    answer = await no_tool_baseline(task, judge, model, seed, vocabulary)
+    client, model = res.clients.baseline, res.clients.models["judge"]
+    answer = await no_tool_baseline(task, client, model, seed, vocabulary)
     check_shortcut_prone(task, answer, vocabulary).raise_if_rejected()
     return task
 

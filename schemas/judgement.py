@@ -59,6 +59,10 @@ BuiltinReason = Literal[
     "role_confusion",
     "max_turns_reached",
     "generation_failed",
+    # untrusted-text boundary (schemas/sanitize.py) and size bounds (build config `limits`)
+    "oversized_content",
+    "oversized_arguments",
+    "control_token",
     # outcome
     "state_mismatch",
     "outputs_not_communicated",

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from trajforge.schemas.base import Record
+from trajforge.schemas.sanitize import SafeJson, SafeText
 
 ToolKind = Literal["read", "write", "think", "transfer"]
 Role = Literal["system", "user", "assistant", "tool"]
@@ -39,16 +40,16 @@ class ToolCall(Record):
     says what was wrong and `raw_arguments` keeps what the model wrote.
     """
 
-    id: str
-    name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
-    parse_error: str | None = None
-    raw_arguments: str | None = None
+    id: SafeText
+    name: SafeText
+    arguments: SafeJson = Field(default_factory=dict)
+    parse_error: SafeText | None = None
+    raw_arguments: SafeText | None = None
 
 
 class Message(Record):
     role: Role
-    content: str | None = None
+    content: SafeText | None = None  # untrusted text passes the sanitisation boundary
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from trajforge.schemas.base import SCHEMA_VERSION, Record
 from trajforge.schemas.judgement import Judgement
+from trajforge.schemas.sanitize import SafeText
 from trajforge.schemas.task import Task
 from trajforge.schemas.tools import Message, ToolCall
 
@@ -38,8 +39,8 @@ class StepRecord(Record):
     index: int
     turn: int
     call: ToolCall
-    result: str | None = None  # JSON text shown to the agent when the call succeeded
-    error: str | None = None  # "Error: ..." shown to the agent when it failed
+    result: SafeText | None = None  # JSON text shown to the agent when the call succeeded
+    error: SafeText | None = None  # "Error: ..." shown to the agent when it failed
     state_diff: tuple[DiffEntry, ...] = ()
     mutating: bool = False  # the tool is a write tool (whether or not it changed anything)
 

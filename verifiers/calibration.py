@@ -7,6 +7,7 @@ trusted on the axes the programmatic check cannot see (policy, grounding, user f
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 from trajforge.schemas import Judgement, Record, Trajectory
@@ -24,7 +25,9 @@ class CalibrationReport(Record):
     accuracy: float
     precision: float
     recall: float
-    cohen_kappa: float
+    cohen_kappa: float | None  # None when undefined (see kappa_note)
+    kappa_note: str = ""  # why kappa is undefined, when it is
+    warning: str = ""  # e.g. no negatives: the agreement numbers are trivially perfect
 
 
 def _judge_passes(judgement: Judgement, threshold: float) -> bool | None:
@@ -44,15 +47,38 @@ def _ratio(num: float, den: float) -> float:
 
 
 def cohen_kappa(tp: int, fp: int, tn: int, fn: int) -> float:
-    """Agreement beyond chance between two binary raters (1.0 when both are constant and equal)."""
+    """Agreement beyond chance between two binary raters; NaN where it is undefined (no items,
+    or both raters constant on the same label: chance agreement is 1 and 0/0 remains)."""
     n = tp + fp + tn + fn
     if n == 0:
-        return 0.0
+        return math.nan
     observed = (tp + tn) / n
     expected = ((tp + fp) * (tp + fn) + (tn + fn) * (tn + fp)) / (n * n)
     if expected == 1.0:
-        return 1.0 if observed == 1.0 else 0.0
+        return math.nan
     return (observed - expected) / (1.0 - expected)
+
+
+def kappa_note(tp: int, fp: int, tn: int, fn: int) -> str:
+    """Why kappa is undefined for these counts ("" when it is defined)."""
+    n = tp + fp + tn + fn
+    if n == 0:
+        return "no graded trajectory with an outcome"
+    if tp + fn in (0, n) and tp + fp in (0, n):
+        label = "pass" if tp else "fail"
+        return f"the outcome and the judge both say {label} for every item: chance agreement is 1"
+    return ""
+
+
+def no_negatives_warning(tp: int, fp: int, tn: int, fn: int) -> str:
+    """A run whose trajectories all passed (the quickstart keeps only passed ones, and outcome
+    rejections are the only negatives) cannot show whether the judge spots failures."""
+    if tp + fp + tn + fn and fp + tn == 0:
+        return (
+            "no negatives (every trajectory passed the outcome check): accuracy and precision "
+            "say nothing about catching failures; calibrate on a run with outcome rejections"
+        )
+    return ""
 
 
 def calibrate(trajectories: Iterable[Trajectory], threshold: float = 1.0) -> CalibrationReport:
@@ -80,5 +106,7 @@ def calibrate(trajectories: Iterable[Trajectory], threshold: float = 1.0) -> Cal
         accuracy=_ratio(tp + tn, n),
         precision=_ratio(tp, tp + fp),
         recall=_ratio(tp, tp + fn),
-        cohen_kappa=cohen_kappa(tp, fp, tn, fn),
+        cohen_kappa=None if math.isnan(kappa := cohen_kappa(tp, fp, tn, fn)) else kappa,
+        kappa_note=kappa_note(tp, fp, tn, fn),
+        warning=no_negatives_warning(tp, fp, tn, fn),
     )

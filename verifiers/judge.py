@@ -16,7 +16,15 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from trajforge.schemas import (
     AxisScore,
@@ -60,6 +68,18 @@ class JudgeConfig(BaseModel):
     max_attempts: int = Field(default=3, ge=1)  # per committee member, malformed answers retried
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(default=1024, ge=64)
+
+    @field_validator("thresholds")
+    @classmethod
+    def _thresholds_on_the_scale(cls, thresholds: dict[str, float]) -> dict:
+        """Axis scores are fractions of criteria passed (0..1): a threshold of 5.0 would reject
+        everything, silently."""
+        bad = {axis: t for axis, t in thresholds.items() if not 0.0 <= t <= 1.0}
+        if bad:
+            raise ValueError(
+                f"judge thresholds are on the 0..1 axis scale, got {bad}; use e.g. 0.5 or 1.0"
+            )
+        return thresholds
 
     @model_validator(mode="after")
     def _axes_in_rubric(self) -> JudgeConfig:

@@ -1,14 +1,19 @@
-"""Token, latency and call counts per LLM client, so builds can report what they cost.
+"""Token, latency, call, request and retry counts per LLM client, so builds report what they cost.
 
-`CallStats` is a thread-safe tally one client (and its backend's retry loop) writes into;
-`AccountingLLM` wraps any client and records every call. Per-call numbers are on the
-`ChatResponse` itself (`usage`, `latency_s`, `cached`); `cost_of(response)` turns one into a
-`Cost` for a trajectory.
+`CallStats` is a thread-safe tally; `AccountingLLM` wraps any client and records every call.
+One backend (its connections, cache and concurrency limit) is shared by several roles (agent,
+user, judge, baseline), each with its own `AccountingLLM` and `CallStats`: while a role's call
+runs, `active_stats()` names that role's tally (a context variable, so concurrent calls of
+different roles on one loop never mix), and the backend's retry loop records each HTTP request
+and each retry (by cause) there. Per-call numbers are on the `ChatResponse` itself (`usage`,
+`latency_s`, `cached`); `cost_of(response)` turns one into a `Cost` for a trajectory.
 """
 
 from __future__ import annotations
 
+import contextvars
 import threading
+from collections import Counter
 
 from trajforge.schemas import ChatRequest, ChatResponse, LLMClient
 from trajforge.schemas.trajectory import Cost
@@ -29,9 +34,10 @@ def cost_of(response: ChatResponse) -> Cost:
 class CallStats:
     """Running totals for one client; safe to update from several threads.
 
-    `calls` counts answered calls (cached ones included), `errors` calls that raised, `retries`
-    extra attempts the backend made. Tokens and latency count only calls that were paid for
-    (not cache hits).
+    `calls` counts answered calls (cached ones included), `errors` calls that raised,
+    `requests` HTTP requests sent (retries included), `retries` extra attempts the backend made
+    and `retries_by_cause` why. Tokens and latency count only calls that were paid for (not
+    cache hits).
     """
 
     def __init__(self) -> None:
@@ -39,10 +45,13 @@ class CallStats:
         self.calls = 0
         self.cached_calls = 0
         self.errors = 0
+        self.requests = 0
         self.retries = 0
+        self.retries_by_cause: Counter[str] = Counter()
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.latency_s = 0.0
+        self._reported: dict[str, int] = {}
 
     def record_response(self, response: ChatResponse) -> None:
         with self._lock:
@@ -58,9 +67,41 @@ class CallStats:
         with self._lock:
             self.errors += 1
 
-    def record_retry(self) -> None:
+    def record_request(self) -> None:
+        with self._lock:
+            self.requests += 1
+
+    def record_retry(self, cause: str = "other") -> None:
         with self._lock:
             self.retries += 1
+            self.retries_by_cause[cause] += 1
+
+    def counts(self) -> dict[str, int]:
+        """Integer totals by counter name (`retries.<cause>` per cause)."""
+        with self._lock:
+            return self.counts_unlocked()
+
+    def take_delta(self) -> dict[str, int]:
+        """What grew since the last take, each increment handed out exactly once. Several
+        DoFn threads of a process share one client: whichever takes first reports it, so
+        counters built from these deltas sum to the true totals."""
+        with self._lock:
+            now = self.counts_unlocked()
+            delta = {k: v - self._reported.get(k, 0) for k, v in now.items()}
+            self._reported = now
+        return {k: v for k, v in delta.items() if v}
+
+    def counts_unlocked(self) -> dict[str, int]:
+        out = {
+            "calls": self.calls,
+            "cached_calls": self.cached_calls,
+            "errors": self.errors,
+            "requests": self.requests,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+        }
+        out.update({f"retries.{c}": n for c, n in self.retries_by_cause.items()})
+        return out
 
     def to_cost(self) -> Cost:
         with self._lock:
@@ -85,24 +126,43 @@ class CallStats:
     def __repr__(self) -> str:
         return (
             f"CallStats(calls={self.calls}, cached_calls={self.cached_calls}, "
-            f"errors={self.errors}, retries={self.retries}, prompt_tokens={self.prompt_tokens}, "
+            f"errors={self.errors}, requests={self.requests}, retries={self.retries}, prompt_tokens={self.prompt_tokens}, "
             f"completion_tokens={self.completion_tokens}, latency_s={self.latency_s:.3f})"
         )
 
 
+_ACTIVE: contextvars.ContextVar[CallStats | None] = contextvars.ContextVar(
+    "trajforge_active_call_stats", default=None
+)
+
+
+def active_stats(fallback: CallStats) -> CallStats:
+    """The tally of the role whose call is running (set by `AccountingLLM`), else `fallback`."""
+    return _ACTIVE.get() or fallback
+
+
 class AccountingLLM:
-    """Wraps a client and records every call into `stats` (shared with the backend's retries)."""
+    """Wraps a client and records every call into `stats`; the backend's requests and retries
+    made during the call land there too (`active_stats`)."""
 
     def __init__(self, inner: LLMClient, stats: CallStats | None = None, model: str = ""):
         self.inner = inner
         self.stats = stats if stats is not None else CallStats()
         self.model = model or getattr(inner, "model", "")
 
+    def for_role(self) -> AccountingLLM:
+        """Another accounting view on the same backend (shared connections, cache and limit)
+        with its own tally: one per role, so the manifest can say who spent what."""
+        return AccountingLLM(self.inner, CallStats(), self.model)
+
     async def complete(self, request: ChatRequest) -> ChatResponse:
+        token = _ACTIVE.set(self.stats)
         try:
             response = await self.inner.complete(request)
         except Exception:
             self.stats.record_error()
             raise
+        finally:
+            _ACTIVE.reset(token)
         self.stats.record_response(response)
         return response

@@ -14,7 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from trajforge.generators.llm.accounting import AccountingLLM, CallStats
 from trajforge.generators.llm.cache import CachedLLM, ResponseCache
+from trajforge.generators.llm.guard import BoundedLLM, ConcurrencyLimitedLLM, TextLimits
 from trajforge.generators.llm.local import LOCAL_MODEL_NAME
+from trajforge.generators.llm.openai_wire import base_url_problem
 from trajforge.generators.llm.responders import RESPONDERS
 from trajforge.schemas import LLMClient, LLMError
 
@@ -28,6 +30,9 @@ class OpenAIBackendConfig(_BackendConfig):
     model: str
     base_url: str | None = None  # None: $OPENAI_BASE_URL, else the OpenAI API
     api_key_env: str = "OPENAI_API_KEY"
+    # A local server (vLLM, llama.cpp) that ignores authentication: say so explicitly, and a
+    # placeholder key is sent; otherwise an unset `api_key_env` is an error before the build.
+    needs_api_key: bool = True
     # Google Secret Manager version to read the key from on each worker (Dataflow), e.g.
     # "projects/P/secrets/openai-key/versions/latest"; needs the `dataflow` extra.
     api_key_secret: str | None = None
@@ -37,6 +42,17 @@ class OpenAIBackendConfig(_BackendConfig):
     backoff_max_s: float = Field(default=30.0, ge=0)
     max_connections: int = Field(default=1000, ge=1)
     transport: Literal["auto", "httpx", "aiohttp"] = "auto"  # auto: aiohttp when installed
+
+    @field_validator("base_url")
+    @classmethod
+    def _valid_base_url(cls, url: str | None) -> str | None:
+        if url is not None:
+            problem = base_url_problem(url)
+            if problem:
+                raise ValueError(
+                    f"{problem}; write it like http://localhost:8000/v1 or https://host/v1"
+                )
+        return url
 
 
 class LocalBackendConfig(_BackendConfig):
@@ -96,13 +112,22 @@ def read_secret(name: str) -> str:
 
 
 def build_client(
-    cfg: BackendConfig, cache: ResponseCache | None = None, stats: CallStats | None = None
+    cfg: BackendConfig,
+    cache: ResponseCache | None = None,
+    stats: CallStats | None = None,
+    max_in_flight: int | None = None,
+    limits: TextLimits | None = None,
 ) -> AccountingLLM:
-    """The backend for `cfg`, behind the cache (if any) and accounting (`.stats`)."""
+    """The backend for `cfg`, wrapped (inside out) by the concurrency limit (cache hits take no
+    slot), the cache, the size bounds (cached answers are checked too) and accounting."""
     stats = stats if stats is not None else CallStats()
     inner: LLMClient = _build_backend(cfg, stats)
+    if max_in_flight is not None:
+        inner = ConcurrencyLimitedLLM(inner, max_in_flight)
     if cache is not None:
         inner = CachedLLM(inner, cache, namespace=f"{cfg.kind}:{model_name(cfg)}")
+    if limits is not None:
+        inner = BoundedLLM(inner, limits)
     return AccountingLLM(inner, stats, model=model_name(cfg))
 
 
@@ -115,6 +140,7 @@ def _build_backend(cfg: BackendConfig, stats: CallStats) -> Any:
             base_url=cfg.base_url,
             api_key=read_secret(cfg.api_key_secret) if cfg.api_key_secret else None,
             api_key_env=cfg.api_key_env,
+            needs_api_key=cfg.needs_api_key,
             timeout_s=cfg.timeout_s,
             max_retries=cfg.max_retries,
             backoff_base_s=cfg.backoff_base_s,

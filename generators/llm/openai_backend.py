@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import functools
 import importlib.util
 import os
@@ -24,8 +23,6 @@ import random
 import sys
 import time
 import weakref
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import openai
@@ -34,28 +31,29 @@ try:  # several times faster than json on these bodies; optional
     import orjson
 
     _dumps = orjson.dumps
-    _loads = orjson.loads
 except ImportError:  # pragma: no cover - depends on the environment
     import json
 
     def _dumps(value: Any) -> bytes:
         return json.dumps(value, separators=(",", ":")).encode()
 
-    _loads = json.loads
 
-from trajforge.generators.llm.accounting import CallStats
-from trajforge.generators.llm.toolcall_text import parse_arguments
-from trajforge.schemas import ChatRequest, ChatResponse, LLMError, Message, ToolCall, Usage
-from trajforge.schemas.llm import FinishReason
+from trajforge.generators.llm.accounting import CallStats, active_stats
+from trajforge.generators.llm.openai_wire import (
+    BadResponse,
+    Failure,
+    base_url_problem,
+    decode_body,
+    parse_chat,
+    parse_retry_after,
+    status_failure,
+)
+from trajforge.generators.llm.redact import redact, remember_secret
+from trajforge.schemas import ChatRequest, ChatResponse, LLMError
 
-_RETRYABLE_STATUS = frozenset({408, 409, 429})
-_FINISH_REASONS: Mapping[str, FinishReason] = {
-    "stop": "stop",
-    "length": "length",
-    "tool_calls": "tool_calls",
-    "function_call": "tool_calls",
-}
-#: A dummy key for local servers that ignore authentication (vLLM, llama.cpp, stub servers).
+__all__ = ["OpenAIBackend", "parse_retry_after", "resolve_transport"]
+
+#: A placeholder key for local servers that ignore authentication (`needs_api_key: false`).
 LOCAL_SERVER_DUMMY_KEY = "EMPTY"
 
 
@@ -84,33 +82,11 @@ def _http_module() -> Any:
     raise LLMError("cannot find the HTTP client class of the installed openai SDK")
 
 
-def parse_retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds the server asked us to wait (`retry-after-ms`, `retry-after` seconds or date)."""
-    millis = headers.get("retry-after-ms")
-    if millis is not None:
-        try:
-            return max(0.0, float(millis) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        parsed = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, parsed.timestamp() - time.time())
-
-
 class OpenAIBackend:
     """`LLMClient` over an OpenAI-compatible `/chat/completions` endpoint.
 
-    The key comes from `api_key` or the environment variable `api_key_env` (a dummy one when
-    only a base URL is given); it is held in memory for the client and never pickled: an
+    The key comes from `api_key` or the environment variable `api_key_env` (a placeholder only
+    when `needs_api_key` is False: a local server that ignores authentication); it is held in memory for the client and never pickled: an
     unpickled backend reads the environment again.
     """
 
@@ -128,6 +104,7 @@ class OpenAIBackend:
         max_connections: int = 1000,
         transport: Transport = "auto",
         stats: CallStats | None = None,
+        needs_api_key: bool = True,
     ):
         self.model = model
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
@@ -140,6 +117,7 @@ class OpenAIBackend:
         self.transport = resolve_transport(transport)
         self.stats = stats if stats is not None else CallStats()
         self.api_key_env = api_key_env
+        self.needs_api_key = needs_api_key
         self._api_key = self._resolve_key(api_key)
         self._client: Any = None  # openai.AsyncOpenAI (httpx) or aiohttp.ClientSession
         self._client_loop: asyncio.AbstractEventLoop | None = None
@@ -148,12 +126,13 @@ class OpenAIBackend:
     def _resolve_key(self, api_key: str | None) -> str:
         key = api_key or os.environ.get(self.api_key_env)
         if key:
+            remember_secret(key)
             return key
-        if self.base_url:
+        if not self.needs_api_key:
             return LOCAL_SERVER_DUMMY_KEY
         raise LLMError(
-            f"openai backend (model {self.model!r}): no API key; set {self.api_key_env}, or a "
-            "base URL (OPENAI_BASE_URL) for a local server that needs none"
+            f"openai backend (model {self.model!r}): no API key; set {self.api_key_env}, or set "
+            "needs_api_key: false in the backend config for a local server that needs none"
         )
 
     @property
@@ -247,47 +226,52 @@ class OpenAIBackend:
             payload = _dumps(payload)  # once, not once per attempt
         else:
             post = self._post_sdk
+        problem = self._url_problem
+        if problem:  # every attempt would fail the same way: permanent, no retry
+            raise self._error(f"malformed URL: {problem} (not retryable)", 1)
+        stats = active_stats(self.stats)  # the calling role's tally (accounting.py)
         last_failure = "no attempt made"
         started = time.perf_counter()
         for attempt in range(self.max_attempts):
+            stats.record_request()
             outcome = await post(client, payload)
-            if isinstance(outcome, _Failure):
-                last_failure = outcome.what
+            if isinstance(outcome, Failure):
+                last_failure = (
+                    f"{outcome.what}: {outcome.detail}" if outcome.detail else outcome.what
+                )
                 if not outcome.retryable:
-                    raise self._error(
-                        f"{last_failure} (not retryable): {outcome.detail}", attempt + 1
-                    )
+                    raise self._error(f"{last_failure} (not retryable)", attempt + 1)
                 delay = self._backoff_s(attempt, outcome.retry_after_s)
             else:
-                latency = time.perf_counter() - started
-                return self._parse(outcome, latency, attempt + 1)
+                try:
+                    return parse_chat(outcome, self.model, time.perf_counter() - started)
+                except BadResponse as exc:
+                    raise self._error(f"unusable response: {exc}", attempt + 1) from None
             if attempt + 1 < self.max_attempts:
-                self.stats.record_retry()
+                stats.record_retry(outcome.cause)
                 await asyncio.sleep(delay)
         raise self._error(f"gave up, last failure: {last_failure}", self.max_attempts)
 
     async def _post_aiohttp(self, session: Any, body: bytes) -> Any:
-        """One attempt: the decoded JSON body, or a `_Failure` saying whether to retry."""
+        """One attempt: the decoded JSON body, or a `Failure` saying whether to retry."""
         import aiohttp
 
         try:
             async with session.post(self._completions_url, data=body) as http_response:
                 status = http_response.status
+                raw = await http_response.read()
                 if status < 300:
-                    return _loads(await http_response.read())
-                detail = (await http_response.read())[:500].decode("utf-8", "replace")
-                return _Failure(
-                    f"HTTP {status}",
-                    _is_retryable(status),
-                    parse_retry_after(http_response.headers),
-                    detail,
-                )
+                    return decode_body(raw)
+                text = raw[:500].decode("utf-8", "replace")
+                return status_failure(status, http_response.headers, text)
         except (asyncio.TimeoutError, aiohttp.ServerTimeoutError):
-            return _Failure(f"timeout after {self.timeout_s}s", True)
+            return Failure(f"timeout after {self.timeout_s}s", True, "timeout")
+        except aiohttp.InvalidURL as exc:
+            return Failure(f"malformed URL {str(exc)!r}", False, "bad_url")
+        except aiohttp.ClientPayloadError as exc:  # body cut off mid-transfer
+            return Failure("truncated body", True, "bad_body", None, repr(exc))
         except aiohttp.ClientError as exc:
-            return _Failure(f"connection error ({exc!r})", True)
-        except ValueError as exc:  # a 2xx whose body is not JSON
-            return _Failure("malformed JSON body", False, None, repr(exc))
+            return Failure(f"connection error ({redact(repr(exc))})", True, "connection")
 
     async def _post_sdk(self, client: openai.AsyncOpenAI, payload: dict[str, Any]) -> Any:
         try:
@@ -295,17 +279,19 @@ class OpenAIBackend:
                 "/chat/completions", body=payload, cast_to=_http_module().Response
             )
         except openai.APIStatusError as exc:
-            return _Failure(
-                f"HTTP {exc.status_code}",
-                _is_retryable(exc.status_code),
-                parse_retry_after(exc.response.headers),
-                str(exc),
-            )
+            return status_failure(exc.status_code, exc.response.headers, str(exc))
         except openai.APITimeoutError:
-            return _Failure(f"timeout after {self.timeout_s}s", True)
+            return Failure(f"timeout after {self.timeout_s}s", True, "timeout")
         except openai.APIConnectionError as exc:
-            return _Failure(f"connection error ({exc.__cause__ or exc})", True)
-        return http_response.json()
+            cause = exc.__cause__ or exc
+            if type(cause).__name__ in ("InvalidURL", "UnsupportedProtocol"):
+                return Failure(f"malformed URL ({cause})", False, "bad_url")
+            return Failure(f"connection error ({redact(str(cause))})", True, "connection")
+        return decode_body(http_response.content)
+
+    @functools.cached_property
+    def _url_problem(self) -> str | None:
+        return base_url_problem(self.endpoint)
 
     @functools.cached_property
     def _completions_url(self) -> str:
@@ -340,36 +326,10 @@ class OpenAIBackend:
 
     def _error(self, what: str, attempts: int) -> LLMError:
         return LLMError(
-            f"openai backend: model {self.model!r} at {self.endpoint}: {what} "
-            f"(attempts: {attempts} of {self.max_attempts})"
-        )
-
-    def _parse(self, data: Any, latency_s: float, attempts: int) -> ChatResponse:
-        try:
-            choice = data["choices"][0]
-            wire_message = choice["message"]
-        except (KeyError, IndexError, TypeError) as exc:
-            what = f"malformed response without choices[0].message: {exc!r}"
-            raise self._error(what, attempts) from exc
-        tool_calls = tuple(
-            _tool_call(index, wire)
-            for index, wire in enumerate(wire_message.get("tool_calls") or ())
-        )
-        finish = _FINISH_REASONS.get(choice.get("finish_reason") or "stop", "stop")
-        if tool_calls:
-            finish = "tool_calls"
-        usage = data.get("usage") or {}
-        return ChatResponse(
-            message=Message(
-                role="assistant", content=wire_message.get("content"), tool_calls=tool_calls
-            ),
-            model=data.get("model") or self.model,
-            finish_reason=finish,
-            usage=Usage(
-                prompt_tokens=usage.get("prompt_tokens") or 0,
-                completion_tokens=usage.get("completion_tokens") or 0,
-            ),
-            latency_s=latency_s,
+            redact(
+                f"openai backend: model {self.model!r} at {self.endpoint}: {what} "
+                f"(attempts: {attempts} of {self.max_attempts})"
+            )
         )
 
 
@@ -390,32 +350,3 @@ def _close_on_its_loop(session: Any, loop: asyncio.AbstractEventLoop) -> None:
     if running is not loop:  # never block a loop on itself
         with contextlib.suppress(Exception):
             future.result(timeout=2.0)
-
-
-@dataclass(frozen=True, slots=True)
-class _Failure:
-    """One failed attempt: what to report, whether to retry, and the server's requested wait."""
-
-    what: str
-    retryable: bool
-    retry_after_s: float | None = None
-    detail: str = ""
-
-
-def _is_retryable(status: int) -> bool:
-    return status in _RETRYABLE_STATUS or status >= 500
-
-
-def _tool_call(index: int, wire: Mapping[str, Any]) -> ToolCall:
-    """One wire tool call; bad argument JSON keeps the call with `parse_error` and the raw text."""
-    function = wire.get("function") or {}
-    name = function.get("name") or ""
-    raw = function.get("arguments")
-    call_id = wire.get("id") or f"call_{index}"
-    if isinstance(raw, dict):  # some servers send an object instead of a JSON string
-        return ToolCall(id=call_id, name=name, arguments=raw)
-    raw_text = raw if isinstance(raw, str) else ""
-    arguments, error = parse_arguments(raw_text)
-    if error is not None:
-        return ToolCall(id=call_id, name=name, parse_error=error, raw_arguments=raw_text)
-    return ToolCall(id=call_id, name=name, arguments=arguments)

@@ -63,13 +63,27 @@ def rejection_for(stage: Stage, element: Any, err: Rejected) -> Rejection:
 
 
 def dead_letter_for(stage: Stage, element: Any, err: BaseException, tb: str) -> DeadLetter:
+    """The dead letter keeps the element whole; error text is redacted (a server may echo the
+    request's Authorization header into its error body)."""
+    from trajforge.generators.llm.redact import redact
+
     return DeadLetter(
         record_id=record_id_of(element),
         stage=stage,
-        error=f"{type(err).__name__}: {err}",
-        traceback=tb,
+        error=redact(f"{type(err).__name__}: {err}"),
+        traceback=redact(tb),
         element_json=element_json(element),
     )
+
+
+#: Per-role tallies that also feed the totals the progress bar and summary read.
+_TOTALS = {
+    "calls": "tokens.llm_calls",
+    "cached_calls": "tokens.cached_calls",
+    "prompt_tokens": "tokens.prompt_tokens",
+    "completion_tokens": "tokens.completion_tokens",
+    "requests": "tokens.requests",
+}
 
 
 class StageCounters:
@@ -180,11 +194,18 @@ class AsyncStageFn(beam.DoFn):
         self.resources.setup()
         self.counters = StageCounters(self.stage, self.resources.run_dir)
 
-    def _count_cost(self, record: Any) -> None:
-        cost = getattr(record, "cost", None)
-        if cost is not None:
-            for name in ("llm_calls", "cached_calls", "prompt_tokens", "completion_tokens"):
-                self.counters.inc(f"tokens.{name}", getattr(cost, name))
+    def _count_llm(self) -> None:
+        """LLM calls, requests, retries by cause and tokens per role (`llm.<role>.<name>`),
+        from the process-wide role tallies: each increment is taken once, here on the DoFn
+        thread, so the counters cover every call (baseline and judge included, retries too)."""
+        clients = self.resources.clients
+        if clients is None:
+            return
+        for role, client in clients.by_role().items():
+            for name, n in client.stats.take_delta().items():
+                self.counters.inc(f"llm.{role}.{name}", n)
+                if name in _TOTALS:
+                    self.counters.inc(_TOTALS[name], n)
 
     def start_bundle(self):
         from trajforge.generators.llm.concurrency import InFlight, process_semaphore
@@ -198,9 +219,10 @@ class AsyncStageFn(beam.DoFn):
         self._next_key = 0
 
     def _emit(self, done, windowed: bool):
+        if done:
+            self._count_llm()
         for item in done:
             element = self.elements.pop(item.key)
-            self._count_cost(item.result)
             out = route(
                 self.stage, self.counters, element, item.result, item.error, item.traceback or ""
             )
@@ -220,6 +242,7 @@ class AsyncStageFn(beam.DoFn):
 
     def finish_bundle(self):
         yield from self._emit(self.in_flight.drain(), windowed=True)
+        self._count_llm()
         self.counters.flush()
 
 

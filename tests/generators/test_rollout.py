@@ -2,7 +2,7 @@ import asyncio
 
 import pytest
 
-from trajforge.generators.agent import AgentTurn, LLMAgent, OracleAgent
+from trajforge.generators.agent import AgentTurn, LLMAgent, OracleAgent, SampledTokens
 from trajforge.generators.llm.scripted import ScriptedLLM
 from trajforge.generators.rollout import run_rollout
 from trajforge.generators.tooling import state_hash
@@ -145,3 +145,48 @@ def test_dry_run_responder_drives_both_sides(toy_task, toy_domain, provenance):
     assert traj.messages[1].content == toy_task.scenario.reason_for_contact
     result = verify_outcome(traj, toy_domain)
     assert not result.passed and not result.state_match and result.termination_ok
+
+
+class Recorder:
+    """A RolloutObserver that keeps what it is told."""
+
+    def __init__(self):
+        self.seen = []
+
+    def on_message(self, message, turn):
+        self.seen.append((message, turn))
+
+
+class TokenOracle:
+    """The oracle, with fake sampled tokens attached to each turn (one per message character)."""
+
+    def __init__(self, task):
+        self._oracle = OracleAgent(task)
+
+    async def act(self, messages, tools, seed):
+        turn = await self._oracle.act(messages, tools, seed)
+        n = len(turn.message.content or "") + len(turn.message.tool_calls)
+        return AgentTurn(turn.message, sampled=SampledTokens(tuple(range(n)), (-0.5,) * n))
+
+
+def test_observer_sees_every_message_in_order_with_agent_turns(toy_task, toy_domain, provenance):
+    recorder = Recorder()
+    traj = rollout(
+        toy_task,
+        toy_domain,
+        TokenOracle(toy_task),
+        ScriptedUser(toy_task),
+        provenance,
+        observer=recorder,
+    )
+    assert tuple(m for m, _ in recorder.seen) == traj.messages
+    for message, turn in recorder.seen:
+        assert (turn is not None) == (message.role == "assistant")
+        if turn is not None:
+            assert turn.sampled is not None and len(turn.sampled.token_ids) > 0
+            assert turn.message.content == message.content
+
+
+def test_sampled_tokens_need_one_logprob_per_token():
+    with pytest.raises(ValueError, match="one log-probability per sampled token"):
+        SampledTokens((1, 2, 3), (-0.1,))

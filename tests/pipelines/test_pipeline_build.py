@@ -132,6 +132,7 @@ num_tasks: 6
 mode: rollout
 roles:
   agent: {kind: scripted, responder: rollout_dry_run}
+failure: {min_kept: 0}  # nothing is kept on purpose
 """
 
 
@@ -180,6 +181,10 @@ def test_calibrate_reports_judge_agreement_with_outcome(tmp_path, capsys):
     assert main(["calibrate", "--run", str(tmp_path / "p"), "--limit", "5"]) == 0
     good = json.loads((tmp_path / "p" / "calibration.json").read_text())
     assert good["n"] == 5 and good["true_positive"] == 5 and good["accuracy"] == 1.0
-    assert "cohen_kappa" in capsys.readouterr().out
+    # all positives and a judge that agrees: kappa is undefined, not a perfect 1.000
+    assert good["cohen_kappa"] is None and "chance agreement is 1" in good["kappa_note"]
+    captured = capsys.readouterr()
+    assert "cohen_kappa   undefined" in captured.out and "no negatives" in captured.out
+    assert "judging 5 trajectories" in captured.err and "calibrate" in captured.err
 
     assert main(["calibrate", "--run", str(tmp_path)]) == 2  # not a run directory

@@ -73,8 +73,56 @@ def test_cli_refuses_nonempty_output_without_resume_or_overwrite(tmp_path, capsy
     out = tmp_path / "out"
     out.mkdir()
     (out / "something.txt").write_text("x")
+    (out / ".trajforge-run").write_text("{}")  # a previous run
     code = main(["build", "--config", str(write(tmp_path, GOOD)), "--output", str(out)])
     assert code == 2
     err = capsys.readouterr().err
     assert "--resume" in err and "--overwrite" in err
     assert (out / "something.txt").exists()  # nothing deleted
+
+
+OPENAI = GOOD.replace(
+    "{kind: scripted, responder: echo}", "{kind: openai, model: m, base_url: URL}"
+)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (GOOD + "num_tasks: 5\n", "duplicate key 'num_tasks' at line"),
+        (
+            GOOD + "quality: {judge: {settings: {thresholds: {task_success: 5.0}}}}\n",
+            "thresholds.*0..1 axis scale",
+        ),
+        (OPENAI.replace("URL", "'htp:/host::abc'"), "base_url.*http:// or https://"),
+        (OPENAI.replace("URL", "localhost:8000/v1"), "base_url.*http:// or https://"),
+        (OPENAI.replace("URL", "'http://host:abc/v1'"), "base_url.*malformed"),
+        (OPENAI.replace("URL", "'http:///v1'"), "base_url.*no valid host"),
+        (GOOD + "failure: {max_dead_letter_fraction: 2}\n", "max_dead_letter_fraction"),
+        (GOOD + "limits: {max_content_chars: 5}\n", "max_content_chars"),
+    ],
+)
+def test_configs_that_must_be_refused(tmp_path, text, expected):
+    with pytest.raises(ConfigError, match=expected):
+        load_config(write(tmp_path, text))
+
+
+def test_good_base_url_is_accepted(tmp_path):
+    cfg = load_config(write(tmp_path, OPENAI.replace("URL", "http://127.0.0.1:8000/v1")))
+    assert cfg.roles.agent.base_url == "http://127.0.0.1:8000/v1"
+
+
+@pytest.mark.parametrize("kind", ["directory", "latin1"])
+def test_unreadable_config_paths_get_one_line(tmp_path, capsys, kind):
+    if kind == "directory":
+        path = tmp_path / "cfgdir"
+        path.mkdir()
+        expected = "is a directory"
+    else:
+        path = tmp_path / "c.yaml"
+        path.write_bytes(GOOD.replace("retail", "retail # caf\xe9").encode("latin-1"))
+        expected = "not UTF-8"
+    code = main(["build", "--config", str(path), "--output", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and expected in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1

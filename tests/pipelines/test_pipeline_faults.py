@@ -58,9 +58,11 @@ def test_persistent_failure_lands_in_dead_letter(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     with start_stub_server(StubConfig(latency_ms=1, rate_500=1.0)) as server:
         code, out = run_build(tmp_path, server.base_url, n=4, retries=1)
-    assert code == 0
+    assert code == 1  # a build with nothing kept is a failed build
+    assert not (out / "_SUCCESS").exists()
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["accounting"]["holds"]
+    assert manifest["accounting"]["holds"] and manifest["status"] == "failed"
+    assert manifest["llm"]["agent"]["retries.server_error"] > 0  # retries are visible
     dead = [
         json.loads(line)
         for f in (out / "dead_letter").glob("*.jsonl")

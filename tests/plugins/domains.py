@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from trajforge.generators.domains.retail import RetailDomain
 from trajforge.generators.tooling import Toolbox
+from trajforge.generators.vocabulary import DomainVocabulary
 from trajforge.schemas import InitialState, Persona, Task
 
 OUTLET_RULE = "\n\n## Outlet\n- Outlet items are final sale once delivered; say so when asked.\n"
@@ -23,6 +24,7 @@ class OutletDomain:
         self._retail = RetailDomain()
         self.policy: str = self._retail.policy + OUTLET_RULE
         self.toolbox: Toolbox = self._retail.toolbox
+        self.vocabulary: DomainVocabulary = self._retail.vocabulary
 
     def initial_state(self, init: InitialState) -> BaseModel:
         return self._retail.initial_state(init)

@@ -1,5 +1,6 @@
 import asyncio
 import json
+import math
 
 import pytest
 from trajectory_builders import cancel_convo, make_task
@@ -179,9 +180,14 @@ def test_calibration_confusion_and_kappa():
 
 
 def test_kappa_edge_cases():
-    assert cohen_kappa(5, 0, 0, 0) == 1.0
-    assert cohen_kappa(0, 0, 0, 0) == 0.0
+    assert math.isnan(cohen_kappa(5, 0, 0, 0))  # both raters constant: undefined, not 1.0
+    assert math.isnan(cohen_kappa(0, 0, 0, 0))
     assert cohen_kappa(0, 3, 0, 3) < 0
+    assert cohen_kappa(3, 0, 3, 0) == 1.0
+    r = calibrate([_judged(True, 1.0)] * 4)
+    assert r.cohen_kappa is None and "chance agreement is 1" in r.kappa_note
+    assert "no negatives" in r.warning
+    assert calibrate([_judged(True, 1.0), _judged(False, 0.0)]).warning == ""
 
 
 def test_plugin_rubric_grades_its_own_axes():

@@ -9,135 +9,17 @@ Money is rounded to cents at every step so replays hash identically.
 from __future__ import annotations
 
 import ast
+import math
 import operator
 from typing import Any, Literal
 
+from trajforge.generators.domains.retail import lookups
 from trajforge.generators.domains.retail.data_model import (
-    Address,
-    Order,
-    OrderItem,
-    PaymentMethod,
-    PaymentRecord,
-    Product,
     RetailState,
-    User,
-    Variant,
 )
 from trajforge.generators.tooling import ToolError, tool
 
 CancelReason = Literal["no longer needed", "ordered by mistake"]
-
-
-# ---------------------------------------------------------------------------------------------
-# Lookups shared by the tools (each raises an actionable ToolError)
-
-
-def _user(state: RetailState, user_id: str) -> User:
-    user = state.users.get(user_id)
-    if user is None:
-        raise ToolError(f"user '{user_id}' not found")
-    return user
-
-
-def _order(state: RetailState, order_id: str) -> Order:
-    order = state.orders.get(order_id)
-    if order is None:
-        hint = " (order ids look like '#W1234567')" if not order_id.startswith("#") else ""
-        raise ToolError(f"order '{order_id}' not found{hint}")
-    return order
-
-
-def _product(state: RetailState, product_id: str) -> Product:
-    product = state.products.get(product_id)
-    if product is None:
-        raise ToolError(f"product '{product_id}' not found")
-    return product
-
-
-def _require_status(order: Order, *allowed: str) -> None:
-    if order.status not in allowed:
-        raise ToolError(
-            f"order {order.order_id} is '{order.status}'; this action needs it to be "
-            + " or ".join(f"'{s}'" for s in allowed)
-        )
-
-
-def _payment_method(state: RetailState, order: Order, payment_method_id: str) -> PaymentMethod:
-    pm = state.users[order.user_id].payment_methods.get(payment_method_id)
-    if pm is None:
-        raise ToolError(
-            f"payment method '{payment_method_id}' does not belong to the user of order "
-            f"{order.order_id}; use one of the user's payment methods"
-        )
-    return pm
-
-
-def _order_items(order: Order, item_ids: list[str]) -> list[OrderItem]:
-    """The order lines named by `item_ids` (each id at most as often as it is in the order)."""
-    if not item_ids:
-        raise ToolError("item_ids is empty; name at least one item of the order")
-    remaining = [i.item_id for i in order.items]
-    lines = []
-    for item_id in item_ids:
-        if item_id not in remaining:
-            raise ToolError(f"item '{item_id}' is not in order {order.order_id} (or listed twice)")
-        remaining.remove(item_id)
-        lines.append(next(i for i in order.items if i.item_id == item_id))
-    return lines
-
-
-def _replacement_variants(
-    state: RetailState, lines: list[OrderItem], new_item_ids: list[str]
-) -> list[Variant]:
-    """Check each new item is another available variant of the same product as the old one."""
-    if len(new_item_ids) != len(lines):
-        raise ToolError("item_ids and new_item_ids must have the same length (one new per old)")
-    variants = []
-    for line, new_id in zip(lines, new_item_ids, strict=True):
-        if new_id == line.item_id:
-            raise ToolError(f"new item '{new_id}' is the same as the old item")
-        variant = _product(state, line.product_id).variants.get(new_id)
-        if variant is None:
-            raise ToolError(
-                f"new item '{new_id}' is not a variant of product {line.product_id} "
-                f"({line.name}); items can only be swapped for the same product"
-            )
-        if not variant.available:
-            raise ToolError(f"new item '{new_id}' is not available")
-        variants.append(variant)
-    return variants
-
-
-def _cents(value: float) -> float:
-    return round(value + 0.0, 2)
-
-
-def _require_gift_card_balance(pm: PaymentMethod, amount: float) -> None:
-    if pm.source == "gift_card" and amount > 0 and (pm.balance or 0.0) < amount:
-        raise ToolError(
-            f"gift card {pm.id} has balance {pm.balance:.2f}, less than the {amount:.2f} needed"
-        )
-
-
-def _charge(pm: PaymentMethod, order: Order, amount: float) -> None:
-    """Record a payment (amount > 0) or refund (amount < 0); gift cards move at once."""
-    amount = _cents(amount)
-    if amount == 0:
-        return
-    kind = "payment" if amount > 0 else "refund"
-    order.payment_history.append(
-        PaymentRecord(transaction_type=kind, amount=abs(amount), payment_method_id=pm.id)
-    )
-    if pm.source == "gift_card":
-        pm.balance = _cents((pm.balance or 0.0) - amount)
-
-
-def _address(
-    address1: str, address2: str, city: str, state: str, country: str, zip: str
-) -> Address:
-    return Address(
-        address1=address1, address2=address2, city=city, state=state, country=country, zip=zip
-    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -184,7 +66,7 @@ def get_user_details(state: RetailState, user_id: str) -> dict[str, Any]:
     Args:
         user_id: The user id, e.g. 'ann_lee_1234'.
     """
-    return _user(state, user_id).model_dump(mode="json")
+    return lookups.user(state, user_id).model_dump(mode="json")
 
 
 @tool("read")
@@ -194,7 +76,7 @@ def get_order_details(state: RetailState, order_id: str) -> dict[str, Any]:
     Args:
         order_id: The order id, starting with '#', e.g. '#W1234567'.
     """
-    return _order(state, order_id).model_dump(mode="json")
+    return lookups.order(state, order_id).model_dump(mode="json")
 
 
 @tool("read")
@@ -204,7 +86,7 @@ def get_product_details(state: RetailState, product_id: str) -> dict[str, Any]:
     Args:
         product_id: The product id, e.g. '6086499569'. Differs from item ids.
     """
-    return _product(state, product_id).model_dump(mode="json")
+    return lookups.product(state, product_id).model_dump(mode="json")
 
 
 @tool("read")
@@ -219,6 +101,12 @@ _BINARY_OPS = {
     ast.Mult: operator.mul,
     ast.Div: operator.truediv,
 }
+
+
+#: Bounds on model-chosen input to `calculate`: money sums here are short and small; a
+#: 400-digit number or a 10,000-deep parenthesis chain is an attack or a loop, not a refund.
+MAX_EXPRESSION_CHARS = 200
+MAX_CALCULATE_MAGNITUDE = 1e12
 
 
 def _evaluate(node: ast.AST) -> float:
@@ -241,6 +129,8 @@ def calculate(state: RetailState, expression: str) -> str:
     Args:
         expression: Numbers, + - * / and parentheses only, e.g. '24.99 + 13.50'.
     """
+    if len(expression) > MAX_EXPRESSION_CHARS:
+        raise ToolError(f"expression too long (at most {MAX_EXPRESSION_CHARS} characters)")
     try:
         tree = ast.parse(expression, mode="eval")
         value = _evaluate(tree)
@@ -248,7 +138,11 @@ def calculate(state: RetailState, expression: str) -> str:
         raise ToolError(f"could not parse expression '{expression}'") from err
     except ZeroDivisionError as err:
         raise ToolError("division by zero") from err
-    return f"{_cents(value):.2f}"
+    except (OverflowError, RecursionError) as err:
+        raise ToolError("expression too large or too deeply nested") from err
+    if not math.isfinite(value) or abs(value) > MAX_CALCULATE_MAGNITUDE:
+        raise ToolError(f"result out of range (at most {MAX_CALCULATE_MAGNITUDE:.0e} in size)")
+    return f"{lookups.cents(value):.2f}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -263,8 +157,8 @@ def cancel_pending_order(state: RetailState, order_id: str, reason: CancelReason
         order_id: The order id, e.g. '#W1234567'.
         reason: Why the user cancels: 'no longer needed' or 'ordered by mistake'.
     """
-    order = _order(state, order_id)
-    _require_status(order, "pending")
+    order = lookups.order(state, order_id)
+    lookups.require_status(order, "pending")
     methods = state.users[order.user_id].payment_methods
     net_paid: dict[str, float] = {}
     for record in order.payment_history:
@@ -273,10 +167,10 @@ def cancel_pending_order(state: RetailState, order_id: str, reason: CancelReason
             sign * record.amount
         )
     for pm_id, amount in net_paid.items():
-        _charge(methods[pm_id], order, -amount)
+        lookups.charge(methods[pm_id], order, -amount)
     order.status = "cancelled"
     order.cancel_reason = reason
-    order.refund_amount = _cents(sum(net_paid.values()))
+    order.refund_amount = lookups.cents(sum(net_paid.values()))
     return order.model_dump(mode="json")
 
 
@@ -296,20 +190,20 @@ def modify_pending_order_items(
         new_item_ids: Replacement item ids, same product and position as item_ids.
         payment_method_id: Pays or receives the price difference, e.g. 'gift_card_0000000'.
     """
-    order = _order(state, order_id)
-    _require_status(order, "pending")
+    order = lookups.order(state, order_id)
+    lookups.require_status(order, "pending")
     if order.items_modified:
         raise ToolError(f"items of order {order_id} were already modified once; no more changes")
-    lines = _order_items(order, item_ids)
-    variants = _replacement_variants(state, lines, new_item_ids)
-    pm = _payment_method(state, order, payment_method_id)
-    difference = _cents(sum(v.price for v in variants) - sum(i.price for i in lines))
-    _require_gift_card_balance(pm, difference)
+    lines = lookups.order_items(order, item_ids)
+    variants = lookups.replacement_variants(state, lines, new_item_ids)
+    pm = lookups.payment_method(state, order, payment_method_id)
+    difference = lookups.cents(sum(v.price for v in variants) - sum(i.price for i in lines))
+    lookups.require_gift_card_balance(pm, difference)
     for line, variant in zip(lines, variants, strict=True):
         line.item_id = variant.item_id
         line.options = dict(variant.options)
         line.price = variant.price
-    _charge(pm, order, difference)
+    lookups.charge(pm, order, difference)
     order.items_modified = True
     return order.model_dump(mode="json")
 
@@ -336,9 +230,9 @@ def modify_pending_order_address(
         country: Country, e.g. 'USA'.
         zip: Zip code, e.g. '12345'.
     """
-    order = _order(state, order_id)
-    _require_status(order, "pending")
-    order.address = _address(address1, address2, city, state_code, country, zip)
+    order = lookups.order(state, order_id)
+    lookups.require_status(order, "pending")
+    order.address = lookups.address(address1, address2, city, state_code, country, zip)
     return order.model_dump(mode="json")
 
 
@@ -352,19 +246,19 @@ def modify_pending_order_payment(
         order_id: The order id, e.g. '#W1234567'.
         payment_method_id: The new payment method id, e.g. 'paypal_1234567'.
     """
-    order = _order(state, order_id)
-    _require_status(order, "pending")
+    order = lookups.order(state, order_id)
+    lookups.require_status(order, "pending")
     payments = [p for p in order.payment_history if p.transaction_type == "payment"]
     if len(payments) != 1:
         raise ToolError(f"order {order_id} has several payments; its payment cannot be changed")
     old = payments[0]
     if old.payment_method_id == payment_method_id:
         raise ToolError(f"order {order_id} is already paid with {payment_method_id}")
-    pm = _payment_method(state, order, payment_method_id)
-    _require_gift_card_balance(pm, old.amount)
+    pm = lookups.payment_method(state, order, payment_method_id)
+    lookups.require_gift_card_balance(pm, old.amount)
     methods = state.users[order.user_id].payment_methods
-    _charge(pm, order, old.amount)
-    _charge(methods[old.payment_method_id], order, -old.amount)
+    lookups.charge(pm, order, old.amount)
+    lookups.charge(methods[old.payment_method_id], order, -old.amount)
     return order.model_dump(mode="json")
 
 
@@ -390,8 +284,8 @@ def modify_user_address(
         country: Country, e.g. 'USA'.
         zip: Zip code, e.g. '12345'.
     """
-    user = _user(state, user_id)
-    user.address = _address(address1, address2, city, state_code, country, zip)
+    user = lookups.user(state, user_id)
+    user.address = lookups.address(address1, address2, city, state_code, country, zip)
     return user.model_dump(mode="json")
 
 
@@ -406,10 +300,10 @@ def return_delivered_order_items(
         item_ids: Item ids in the order to return, e.g. ['1008292230'].
         payment_method_id: Receives the refund: the original payment method or a gift card.
     """
-    order = _order(state, order_id)
-    _require_status(order, "delivered")
-    lines = _order_items(order, item_ids)
-    pm = _payment_method(state, order, payment_method_id)
+    order = lookups.order(state, order_id)
+    lookups.require_status(order, "delivered")
+    lines = lookups.order_items(order, item_ids)
+    pm = lookups.payment_method(state, order, payment_method_id)
     original = {p.payment_method_id for p in order.payment_history}
     if pm.source != "gift_card" and pm.id not in original:
         raise ToolError(
@@ -419,7 +313,7 @@ def return_delivered_order_items(
     order.status = "return requested"
     order.return_items = sorted(item_ids)
     order.return_payment_method_id = pm.id
-    order.refund_amount = _cents(sum(i.price for i in lines))
+    order.refund_amount = lookups.cents(sum(i.price for i in lines))
     return order.model_dump(mode="json")
 
 
@@ -439,13 +333,13 @@ def exchange_delivered_order_items(
         new_item_ids: Replacement item ids, same product and position as item_ids.
         payment_method_id: Pays or receives the price difference, e.g. 'credit_card_1234567'.
     """
-    order = _order(state, order_id)
-    _require_status(order, "delivered")
-    lines = _order_items(order, item_ids)
-    variants = _replacement_variants(state, lines, new_item_ids)
-    pm = _payment_method(state, order, payment_method_id)
-    difference = _cents(sum(v.price for v in variants) - sum(i.price for i in lines))
-    _require_gift_card_balance(pm, difference)
+    order = lookups.order(state, order_id)
+    lookups.require_status(order, "delivered")
+    lines = lookups.order_items(order, item_ids)
+    variants = lookups.replacement_variants(state, lines, new_item_ids)
+    pm = lookups.payment_method(state, order, payment_method_id)
+    difference = lookups.cents(sum(v.price for v in variants) - sum(i.price for i in lines))
+    lookups.require_gift_card_balance(pm, difference)
     order.status = "exchange requested"
     order.exchange_items = list(item_ids)
     order.exchange_new_items = list(new_item_ids)

@@ -421,3 +421,22 @@ def test_every_tool_and_argument_is_documented_for_the_agent():
         assert spec.description, spec.name
         for name, prop in spec.parameters["properties"].items():
             assert prop.get("description"), (spec.name, name)
+
+
+@pytest.mark.parametrize(
+    "expression, fragment",
+    [
+        ("9" * 400, "too long"),  # float(int) would overflow
+        ("(" * 5000 + "1" + ")" * 5000, "too long"),  # parser/evaluator recursion
+        ("1e308 * 10", "out of range"),  # inf
+        ("1e200 ** 2", "may only contain"),
+        ("10 ** 2", "may only contain"),
+        ("1" + "+1" * 150, "too long"),
+    ],
+)
+def test_calculate_bounds_model_chosen_input(state, expression, fragment):
+    fails(state, "calculate", fragment, expression=expression[:10_000])
+
+
+def test_calculate_huge_number_within_length_is_refused(state):
+    fails(state, "calculate", "out of range", expression="9" * 150)

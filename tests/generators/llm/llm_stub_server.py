@@ -19,6 +19,8 @@ class Reply:
     body: dict[str, Any] | None = None
     headers: tuple[tuple[str, str], ...] = ()
     delay_s: float = 0.0
+    raw: bytes | None = None  # sent verbatim instead of `body` (HTML, truncated JSON, ...)
+    echo_headers: bool = False  # an error body that copies the request headers (auth included)
 
 
 def chat_body(content: str | None = "hello", tool_calls: Sequence[dict[str, Any]] = ()) -> dict:
@@ -79,6 +81,11 @@ def _handler_for(stub: StubChatServer) -> type[BaseHTTPRequestHandler]:
             if reply.delay_s:
                 time.sleep(reply.delay_s)
             payload = json.dumps(reply.body or {"error": {"message": "scripted"}}).encode()
+            if reply.echo_headers:
+                payload = json.dumps({"error": {"message": f"bad request {dict(self.headers)}"}})
+                payload = payload.encode()
+            if reply.raw is not None:
+                payload = reply.raw
             try:
                 self.send_response(reply.status)
                 self.send_header("content-type", "application/json")

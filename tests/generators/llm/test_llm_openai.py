@@ -168,14 +168,14 @@ def test_missing_key_without_base_url_is_a_clear_error(monkeypatch):
 
 def test_default_transport_is_the_direct_aiohttp_path():
     pytest.importorskip("aiohttp")
-    client = OpenAIBackend("m", base_url="http://127.0.0.1:1/v1")
+    client = OpenAIBackend("m", base_url="http://127.0.0.1:1/v1", needs_api_key=False)
     assert client.transport == "aiohttp"
     assert resolve_transport("httpx") == "httpx"
 
 
 def test_ok_status_without_choices_fails_at_once(stub_server, transport):
     stub, url = stub_server([Reply(status=200, body={"object": "chat.completion"})])
-    with pytest.raises(LLMError, match="malformed response"):
+    with pytest.raises(LLMError, match="no choices"):
         asyncio.run(backend(url, transport=transport).complete(REQUEST))
     assert stub.count == 1
 
@@ -221,3 +221,10 @@ def test_collected_backend_closes_its_session_on_the_shared_loop(stub_server):
     del client
     gc.collect()
     assert session.closed  # no "Unclosed client session" at the end of a build
+
+
+def test_base_url_alone_no_longer_implies_a_dummy_key(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(LLMError, match="needs_api_key: false"):
+        OpenAIBackend("m", base_url="http://127.0.0.1:1/v1")
+    assert OpenAIBackend("m", base_url="http://127.0.0.1:1/v1", needs_api_key=False)._api_key

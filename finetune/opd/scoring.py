@@ -1,0 +1,123 @@
+"""Forward passes of OPD: the teacher scores a rollout once; the student's update and the
+held-out reverse KL.
+
+The teacher sees the student's exact token sequence (the two must share a tokenizer) in one
+forward pass and returns, per position, the log-probability of the token there and its own
+confidence (top-token probability, for Selective weights). One pass per trajectory, whatever
+the number of turns: that is why the sequence is built once, token-exact, by the transcript.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from trajforge.finetune.opd.objective import (
+    exact_reverse_kl,
+    gather_logprobs,
+    opd_loss,
+    shifted_logits,
+    token_advantages,
+)
+from trajforge.finetune.opd.selective import (
+    SelectiveConfig,
+    confidence_weights,
+    gated_mask,
+    turn_disagreement,
+    turn_gate,
+)
+from trajforge.finetune.opd.transcript import RolloutTokens
+
+
+@dataclass(frozen=True)
+class ScoredRollout:
+    """A rollout with the teacher's scores and the (possibly gated) loss mask."""
+
+    tokens: RolloutTokens
+    input_ids: torch.Tensor  # [1, T]
+    old_logprobs: torch.Tensor  # [1, T], sampling-time log p_old (0 off the mask)
+    teacher_logprobs: torch.Tensor  # [1, T]
+    confidence: torch.Tensor  # [1, T], teacher's top-token probability
+    mask: torch.Tensor  # [1, T], student tokens of the turns the gate kept
+    turns_kept: int
+    turns: int
+
+
+@torch.no_grad()
+def teacher_scores(teacher: Any, input_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(log p_teacher of each token, teacher's top-token probability), aligned with the ids."""
+    logits = teacher(input_ids=input_ids).logits
+    logprobs = gather_logprobs(logits, input_ids)
+    confidence = torch.softmax(shifted_logits(logits).float(), -1).amax(-1)
+    return logprobs, confidence
+
+
+def score_rollout(
+    teacher: Any, tokens: RolloutTokens, device: str, selective: SelectiveConfig | None
+) -> ScoredRollout:
+    """Teacher scores for one rollout; with Selective, the turns it would not train are masked."""
+    ids = torch.tensor([tokens.input_ids], device=device)
+    teacher_lp, confidence = teacher_scores(teacher, ids)
+    old = torch.tensor([tokens.sampled_logprobs], device=device)
+    mask = torch.tensor([tokens.mask], device=device)
+    turns = len(tokens.feedback_error)
+    kept = turns
+    if selective is not None and turns:
+        turn_ids = torch.tensor(tokens.turn_ids, device=device)
+        disagreement = turn_disagreement(old[0], teacher_lp[0], turn_ids)
+        gate = turn_gate(disagreement, tokens.feedback_error, selective)
+        mask = gated_mask(mask, turn_ids.unsqueeze(0), gate)
+        kept = sum(gate)
+    return ScoredRollout(tokens, ids, old, teacher_lp, confidence, mask, kept, turns)
+
+
+def step_weights(scored: Sequence[ScoredRollout], selective: SelectiveConfig | None):
+    """Per-rollout token weights with mean 1 over the step's trained tokens, or None."""
+    if selective is None or not selective.confidence_weights:
+        return [None] * len(scored)
+    masks = [s.mask.flatten() for s in scored]
+    flat = confidence_weights(torch.cat([s.confidence.flatten() for s in scored]), torch.cat(masks))
+    out, start = [], 0
+    for s, m in zip(scored, masks, strict=True):
+        out.append(flat[start : start + m.numel()].view_as(s.mask))
+        start += m.numel()
+    return out
+
+
+def accumulate_update(student: Any, scored: Sequence[ScoredRollout], weights: Sequence) -> float:
+    """Backpropagate the step's OPD loss rollout by rollout (N = the step's trained tokens);
+    returns the step loss. The caller clips and steps the optimizer."""
+    total_tokens = int(sum(int(s.mask.sum()) for s in scored))
+    loss_sum = 0.0
+    student.train()
+    for s, w in zip(scored, weights, strict=True):
+        if int(s.mask.sum()) == 0:
+            continue
+        logprobs = gather_logprobs(student(input_ids=s.input_ids).logits, s.input_ids)
+        advantages = token_advantages(s.teacher_logprobs, s.old_logprobs)
+        loss = opd_loss(logprobs, s.old_logprobs, advantages, s.mask, w, num_tokens=total_tokens)
+        loss.backward()
+        loss_sum += float(loss.item())
+    return loss_sum
+
+
+@torch.no_grad()
+def heldout_reverse_kl(student: Any, teacher: Any, rollouts: Sequence[RolloutTokens], device: str):
+    """Full-vocabulary reverse KL(student || teacher) per student-sampled token, over rollouts
+    the current student sampled on held-out tasks (token-weighted mean)."""
+    student.eval()
+    total, count = 0.0, 0
+    for tokens in rollouts:
+        mask = torch.tensor([tokens.mask], device=device)
+        n = int(mask.sum())
+        if n == 0:
+            continue
+        ids = torch.tensor([tokens.input_ids], device=device)
+        s_logits = shifted_logits(student(input_ids=ids).logits)
+        t_logits = shifted_logits(teacher(input_ids=ids).logits)
+        total += exact_reverse_kl(s_logits, t_logits, mask) * n
+        count += n
+    return total / count if count else 0.0

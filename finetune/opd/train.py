@@ -1,0 +1,316 @@
+"""`trajforge finetune opd`: multi-turn on-policy distillation, one loop top to bottom.
+
+    per step: the student samples `rollouts_per_step` rollouts in the environments (Guided: the
+    teacher takes some turns) -> the teacher scores each rollout once -> Selective gate/weights
+    -> OPD loss on student tokens, N = the step's trained tokens -> clip, AdamW
+    -> metrics.jsonl; every `eval_every` steps (and before and after): held-out reverse KL on
+    fresh student rollouts, and pass^k through `trajforge eval`'s `evaluate`
+    -> checkpoints (weights, optimizer, step); the final student in OUTPUT/model
+
+Everything random is seeded from (task id, stage, step, index), so a resumed run samples the
+same rollouts it would have sampled without the interruption.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from trajforge.finetune.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from trajforge.finetune.families import get_family
+from trajforge.finetune.modeling import pick_device, save_final
+from trajforge.finetune.opd.config import OPDConfig
+from trajforge.finetune.opd.rollouts import RolloutSetup, sample_rollouts, step_jobs
+from trajforge.finetune.opd.sampling import TokenSampler, TransformersSampler
+from trajforge.finetune.opd.scoring import (
+    accumulate_update,
+    heldout_reverse_kl,
+    score_rollout,
+    step_weights,
+)
+from trajforge.finetune.opd.transcript import FamilyRenderer
+from trajforge.finetune.tiny import saved_family
+from trajforge.generators.tooling import Domain
+from trajforge.generators.user import LLMUser, ScriptedUser, UserSimulator
+from trajforge.schemas import Task
+from trajforge.verifiers.outcome import verify_outcome
+
+METRICS_FILE = "metrics.jsonl"
+
+
+class OPDMetrics(BaseModel):
+    """One line of metrics.jsonl: a training step, or an evaluation (`heldout_reverse_kl`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    step: int
+    loss: float | None = None
+    sampled_reverse_kl: float | None = None  # mean log p_old - log p_teacher, student tokens
+    trained_tokens: int | None = None
+    tokens: int | None = None
+    rollouts: int | None = None
+    dropped: dict[str, int] | None = None  # rollouts dropped, by typed reason
+    student_turns: int | None = None
+    turns_trained: int | None = None  # Selective: turns the gate kept
+    teacher_turns: int | None = None  # Guided
+    guided_p: float | None = None
+    outcome_pass_rate: float | None = None
+    heldout_reverse_kl: float | None = None
+    eval_pass_hat_1: float | None = None
+    elapsed_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class OPDResult:
+    output: Path
+    model_dir: Path
+    steps: int
+    heldout_kl_before: float
+    heldout_kl_after: float
+
+
+@dataclass
+class Models:
+    student: Any
+    teacher: Any
+    tokenizer: Any
+    device: str
+
+
+def load_models(cfg: OPDConfig) -> Models:
+    """Student (trainable, fp32) and teacher (frozen) that must share one tokenizer."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    device = pick_device() if cfg.device == "auto" else cfg.device
+    tokenizer = AutoTokenizer.from_pretrained(cfg.student)
+    teacher_vocab = AutoTokenizer.from_pretrained(cfg.teacher).get_vocab()
+    if teacher_vocab != tokenizer.get_vocab():
+        raise ValueError(
+            "teacher: its tokenizer differs from the student's; OPD scores the student's exact "
+            "token ids, so pick a teacher of the same family and vocabulary"
+        )
+    student = AutoModelForCausalLM.from_pretrained(cfg.student).to(device)
+    teacher = AutoModelForCausalLM.from_pretrained(cfg.teacher).to(device).eval()
+    teacher.requires_grad_(False)
+    return Models(student, teacher, tokenizer, device)
+
+
+def make_sampler(cfg: OPDConfig, model: Any, path: str, stop_ids: list[int]) -> TokenSampler:
+    """The configured sampler for a model (vLLM is imported only when asked for)."""
+    if cfg.sampler == "vllm":
+        from trajforge.finetune.opd.vllm_sampler import VLLMSampler
+
+        return VLLMSampler(path, stop_ids, cfg.max_new_tokens, cfg.temperature)
+    return TransformersSampler(model, stop_ids, cfg.max_new_tokens, cfg.temperature)
+
+
+def user_factory(cfg: OPDConfig, domain: Domain) -> Callable[[Task], UserSimulator]:
+    """The simulated user of every rollout: scripted, or an LLM user on the configured backend
+    (one client, with its cache and accounting, shared by all rollouts) speaking in the
+    domain's words."""
+    if cfg.user is None:
+        return ScriptedUser
+    from trajforge.generators.llm import build_client, model_name
+
+    client = build_client(cfg.user)
+    name = model_name(cfg.user)
+    return lambda task: LLMUser(client, name, task, vocabulary=domain.vocabulary)
+
+
+class OPDTrainer:
+    """The loop's state: models, samplers, optimizer, tasks; `run()` trains."""
+
+    def __init__(self, cfg: OPDConfig, models: Models, domain: Domain, tasks, heldout):
+        import torch
+
+        if not tasks:
+            raise ValueError("OPD needs at least one training task")
+        self.cfg, self.models, self.domain = cfg, models, domain
+        self.tasks: list[Task] = list(tasks)
+        self.heldout: list[Task] = list(heldout) or self.tasks
+        self.output = Path(cfg.output)
+        self.family = get_family(cfg.family or saved_family(cfg.student) or "qwen2.5")
+        self.renderer = FamilyRenderer(models.tokenizer, self.family)
+        stop = self.renderer.encode(self.family.end_of_turn)
+        self.student_sampler = make_sampler(cfg, models.student, cfg.student, stop)
+        self.teacher_sampler = (
+            make_sampler(cfg, models.teacher, cfg.teacher, stop) if cfg.guided else None
+        )
+        self.user_factory = user_factory(cfg, domain)
+        self.optimizer = torch.optim.AdamW(models.student.parameters(), lr=cfg.learning_rate)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda _: 1.0)
+        self.started = time.perf_counter()
+
+    def setup(self, *, guided: bool = True) -> RolloutSetup:
+        """What every rollout shares; without `guided`, the student takes every turn."""
+        return RolloutSetup(
+            domain=self.domain,
+            renderer=self.renderer,
+            tokenizer=self.models.tokenizer,
+            student=self.student_sampler,
+            teacher=self.teacher_sampler if guided else None,
+            guided=self.cfg.guided if guided else None,
+            max_turns=self.cfg.max_turns,
+            max_tool_steps=self.cfg.max_tool_steps,
+            user_factory=self.user_factory,
+        )
+
+    def train_step(self, step: int) -> OPDMetrics:
+        """Sample, score once, update: one optimizer step."""
+        import torch
+
+        cfg, m = self.cfg, self.models
+        sampled = sample_rollouts(
+            step_jobs(self.tasks, step, cfg.rollouts_per_step, "opd"), self.setup()
+        )
+        scored = [
+            score_rollout(m.teacher, r.tokens, m.device, cfg.selective) for r in sampled.rollouts
+        ]
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = accumulate_update(m.student, scored, step_weights(scored, cfg.selective))
+        if cfg.max_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(m.student.parameters(), cfg.max_grad_norm)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.student_sampler.sync(m.student)
+        student_tokens = sum(sum(r.tokens.mask) for r in sampled.rollouts)
+        kl_sum = sum(
+            float(((s.old_logprobs - s.teacher_logprobs) * torch.tensor([s.tokens.mask])).sum())
+            for s in scored
+        )
+        passed = [verify_outcome(r.trajectory, self.domain).passed for r in sampled.rollouts]
+        return OPDMetrics(
+            step=step + 1,
+            loss=loss,
+            sampled_reverse_kl=kl_sum / student_tokens if student_tokens else 0.0,
+            trained_tokens=int(sum(int(s.mask.sum()) for s in scored)),
+            tokens=sum(len(r.tokens.input_ids) for r in sampled.rollouts),
+            rollouts=len(sampled.rollouts),
+            dropped=dict(sampled.dropped),
+            student_turns=sum(s.turns for s in scored),
+            turns_trained=sum(s.turns_kept for s in scored),
+            teacher_turns=sum(r.tokens.teacher_turns for r in sampled.rollouts),
+            guided_p=cfg.guided.probability(step) if cfg.guided else None,
+            outcome_pass_rate=sum(passed) / len(passed) if passed else None,
+            elapsed_s=round(time.perf_counter() - self.started, 3),
+        )
+
+    def heldout_kl(self) -> float:
+        """Reverse KL on rollouts the current student samples on held-out tasks (same seeds
+        at every evaluation, so successive values are comparable)."""
+        jobs = step_jobs(self.heldout, 0, self.cfg.eval_rollouts, "opd-heldout")
+        rollouts = [r.tokens for r in sample_rollouts(jobs, self.setup(guided=False)).rollouts]
+        m = self.models
+        return heldout_reverse_kl(m.student, m.teacher, rollouts, m.device)
+
+    def evaluate(self, step: int) -> OPDMetrics:
+        kl = self.heldout_kl()
+        pass_hat_1 = self._pass_hat_1(step) if self.cfg.eval_pass_k else None
+        elapsed = round(time.perf_counter() - self.started, 3)
+        return OPDMetrics(
+            step=step, heldout_reverse_kl=kl, eval_pass_hat_1=pass_hat_1, elapsed_s=elapsed
+        )
+
+    def _pass_hat_1(self, step: int) -> float:
+        """The student's pass^1 on held-out tasks through `trajforge eval`'s evaluation."""
+        from trajforge.finetune.agents import parse_agent
+        from trajforge.finetune.evaluate import EvalConfig, evaluate
+
+        path = save_final(
+            self.models.student,
+            self.models.tokenizer,
+            self.output / "eval" / f"step-{step}",
+            self.family.name,
+        )
+        cfg = EvalConfig(
+            domain=self.domain.name,
+            num_tasks=len(self.heldout),
+            k=1,
+            max_turns=self.cfg.max_turns,
+            max_steps=self.cfg.max_tool_steps,
+            max_in_flight=1,
+            max_tokens=self.cfg.max_new_tokens,
+            family=self.family.name,
+        )
+        report = evaluate(cfg, parse_agent(str(path)), self.heldout, self.domain)
+        return report.overall.pass_hat.get(1, 0.0)
+
+    def write(self, metrics: OPDMetrics) -> None:
+        with (self.output / METRICS_FILE).open("a") as f:
+            f.write(json.dumps(metrics.model_dump(exclude_none=True)) + "\n")
+
+    def run(self) -> OPDResult:
+        cfg = self.cfg
+        self.output.mkdir(parents=True, exist_ok=True)
+        start = self._resume()
+        before = self.evaluate(start)
+        self.write(before)
+        for step in range(start, cfg.steps):
+            self.write(self.train_step(step))
+            done = step + 1
+            if cfg.eval_every and done % cfg.eval_every == 0 and done < cfg.steps:
+                self.write(self.evaluate(done))
+            if cfg.save_every and done % cfg.save_every == 0:
+                save_checkpoint(
+                    self.output, done, self.models.student, self.optimizer, self.scheduler
+                )
+        after = self.evaluate(cfg.steps)
+        self.write(after)
+        save_checkpoint(self.output, cfg.steps, self.models.student, self.optimizer, self.scheduler)
+        model_dir = save_final(
+            self.models.student, self.models.tokenizer, self.output, self.family.name
+        )
+        return OPDResult(
+            self.output,
+            model_dir,
+            cfg.steps - start,
+            before.heldout_reverse_kl or 0.0,
+            after.heldout_reverse_kl or 0.0,
+        )
+
+    def _resume(self) -> int:
+        """The step to start from: 0, or the latest checkpoint's with `resume`."""
+        checkpoint = latest_checkpoint(self.output)
+        if not self.cfg.resume:
+            if checkpoint or (self.output / METRICS_FILE).exists():
+                raise FileExistsError(
+                    f"{self.output} holds a previous run; pass --resume or a new --output"
+                )
+            return 0
+        if checkpoint is None:
+            return 0
+        return load_checkpoint(checkpoint, self.models.student, self.optimizer, self.scheduler)
+
+
+def training_tasks(cfg: OPDConfig, domain: Domain) -> list[Task]:
+    """A run's `split` (train by default), or fresh verified tasks from OPD's own seeds."""
+    if cfg.tasks is not None:
+        from trajforge.finetune.data import load_tasks
+
+        return load_tasks(cfg.tasks, cfg.split)
+    from trajforge.finetune.evaluate import fresh_tasks
+
+    return fresh_tasks(domain, "opd", cfg.seed, cfg.num_tasks)[0]
+
+
+def run_opd(cfg: OPDConfig) -> OPDResult:
+    """Load models and tasks as configured and train (resumable with `resume=True`)."""
+    import torch
+
+    from trajforge.finetune.evaluate import EvalConfig, held_out_tasks
+    from trajforge.generators.domains import get_domain
+
+    torch.manual_seed(cfg.seed)
+    domain = get_domain(cfg.domain)
+    heldout, _ = held_out_tasks(
+        EvalConfig(tasks=cfg.tasks, domain=cfg.domain, num_tasks=cfg.eval_tasks, seed=cfg.seed),
+        domain,
+    )
+    trainer = OPDTrainer(cfg, load_models(cfg), domain, training_tasks(cfg, domain), heldout)
+    return trainer.run()

@@ -1,0 +1,256 @@
+"""Supervised fine-tuning on a trajforge run: one loop that reads top to bottom.
+
+    conversations -> render + mask (family template) -> tokenised samples
+    -> per epoch: seeded shuffle -> micro-batches (packed or padded) -> groups of grad_accum
+    -> per step: loss = sum of trained-token losses / trained tokens in the step; clip; AdamW
+    -> metrics.jsonl, validation loss, checkpoints; final model in OUTPUT/model
+
+Why our own loop and not TRL's SFTTrainer: TRL's assistant-only loss needs `{% generation %}`
+markers, i.e. a patched template per family (it ships them for some families only, none for
+Llama 3.1 tool use or Hermes), and its Qwen3 markers also train the newline after each
+`<|im_end|>`, a token the model never generates (tests/finetune/test_trl_masks.py). Here the
+mask comes from the prefix-diff of the pinned real template for every family, and the step loss
+is the exact mean over the step's trained tokens across accumulation.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from trajforge.finetune.batching import Batch, micro_batches, truncate
+from trajforge.finetune.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from trajforge.finetune.config import SFTConfig
+from trajforge.finetune.data import load_conversations, split_files
+from trajforge.finetune.families import get_family
+from trajforge.finetune.loss import accumulate_step, mean_loss
+from trajforge.finetune.modeling import load_for_training, pick_device, save_final
+from trajforge.finetune.render import TemplateError, TokenizedSample, render_and_mask
+from trajforge.finetune.tiny import saved_family
+from trajforge.schemas import derive_seed
+
+METRICS_FILE = "metrics.jsonl"
+
+
+class StepMetrics(BaseModel):
+    """One line of metrics.jsonl (`eval_loss` only on evaluation lines)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    step: int
+    loss: float | None = None
+    eval_loss: float | None = None
+    lr: float | None = None
+    trained_tokens: int = 0
+    tokens: int = 0
+    tokens_per_s: float = 0.0
+    elapsed_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class SFTResult:
+    output: Path
+    model_dir: Path
+    steps: int
+    first_loss: float
+    last_loss: float
+    eval_loss: float | None
+    tokens_per_s: float
+
+
+def resolve_family(cfg: SFTConfig) -> str:
+    return cfg.family or saved_family(cfg.model) or "qwen2.5"
+
+
+class DataStats(BaseModel):
+    """What became of a split's conversations (written to OUT/data.json): every drop typed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    split: str
+    conversations: int
+    kept: int
+    truncated: int  # kept, cut to max_seq_len
+    dropped: dict[str, int]  # reason -> count ("template_error", "no_trained_tokens")
+
+
+def tokenise_split(
+    cfg: SFTConfig, split: str, tokenizer: Any, family_name: str
+) -> tuple[list[TokenizedSample], DataStats]:
+    """Render, mask and tokenise a split; conversations that cannot train are counted, not kept."""
+    family = get_family(family_name)
+    conversations = load_conversations(cfg.data, split)
+    kept: list[TokenizedSample] = []
+    dropped: dict[str, int] = {}
+    truncated = 0
+    for c in conversations:
+        try:
+            full = render_and_mask(c.id, c.messages, c.tools, family, tokenizer)
+        except TemplateError:
+            dropped["template_error"] = dropped.get("template_error", 0) + 1
+            continue
+        sample = truncate(full, cfg.max_seq_len)
+        truncated += sample is not full
+        if sample.num_trained == 0:
+            dropped["no_trained_tokens"] = dropped.get("no_trained_tokens", 0) + 1
+            continue
+        kept.append(sample)
+    stats = DataStats(
+        split=split,
+        conversations=len(conversations),
+        kept=len(kept),
+        truncated=truncated,
+        dropped=dropped,
+    )
+    return kept, stats
+
+
+def step_schedule(
+    cfg: SFTConfig, samples: Sequence[TokenizedSample], pad_id: int
+) -> Iterator[list[Batch]]:
+    """The optimizer steps' micro-batch groups, epoch after epoch: a pure function of the seed."""
+    for epoch in range(cfg.epochs):
+        order = list(range(len(samples)))
+        random.Random(derive_seed("sft", cfg.seed, epoch)).shuffle(order)
+        batches = micro_batches(
+            [samples[i] for i in order],
+            packing=cfg.packing,
+            tokens=cfg.row_tokens,
+            batch_size=cfg.batch_size,
+            pad_id=pad_id,
+        )
+        for i in range(0, len(batches), cfg.grad_accum):
+            yield batches[i : i + cfg.grad_accum]
+
+
+def total_steps(cfg: SFTConfig, samples: Sequence[TokenizedSample], pad_id: int) -> int:
+    per_run = sum(1 for _ in step_schedule(cfg, samples, pad_id))
+    return min(per_run, cfg.max_steps) if cfg.max_steps else per_run
+
+
+def _scheduler(optimizer: Any, warmup: int, total: int) -> Any:
+    """Linear warmup, then linear decay to 10% of the peak learning rate."""
+    import torch
+
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        return max(0.1, 1.0 - 0.9 * (step - warmup) / max(1, total - warmup))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+def _write(output: Path, metrics: StepMetrics) -> None:
+    with (output / METRICS_FILE).open("a") as f:
+        f.write(json.dumps(metrics.model_dump(exclude_none=True)) + "\n")
+
+
+def run_sft(cfg: SFTConfig) -> SFTResult:
+    """Train as configured; resumable from the latest checkpoint with `resume=True`."""
+    import torch
+    from tqdm import tqdm
+
+    output = Path(cfg.output)
+    output.mkdir(parents=True, exist_ok=True)
+    if not cfg.resume and (latest_checkpoint(output) or (output / METRICS_FILE).exists()):
+        raise FileExistsError(f"{output} holds a previous run; pass --resume or a new --output")
+    torch.manual_seed(cfg.seed)
+    device = pick_device()
+    family = resolve_family(cfg)
+    model, tokenizer = load_for_training(cfg, device)
+    train, train_stats = tokenise_split(cfg, "train", tokenizer, family)
+    validation, val_stats = (
+        tokenise_split(cfg, "validation", tokenizer, family)
+        if split_files(cfg.data, "validation")
+        else ([], None)
+    )
+    stats = [s.model_dump() for s in (train_stats, val_stats) if s is not None]
+    (output / "data.json").write_text(json.dumps(stats, indent=2))
+    if not train:
+        raise ValueError(f"{cfg.data}: no trainable train conversations ({train_stats.dropped})")
+    pad_id = tokenizer.pad_token_id
+    steps = total_steps(cfg, train, pad_id)
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+    scheduler = _scheduler(optimizer, cfg.warmup_steps, steps)
+    start = 0
+    checkpoint = latest_checkpoint(output) if cfg.resume else None
+    if checkpoint is not None:
+        start = load_checkpoint(checkpoint, model, optimizer, scheduler)
+    eval_batches = micro_batches(
+        validation,
+        packing=cfg.packing,
+        tokens=cfg.row_tokens,
+        batch_size=cfg.batch_size,
+        pad_id=pad_id,
+    )
+
+    def evaluate(step: int) -> float | None:
+        if not eval_batches:
+            return None
+        model.eval()
+        value = mean_loss(model, eval_batches, device)
+        model.train()
+        _write(output, StepMetrics(step=step, eval_loss=value))
+        return value
+
+    model.train()
+    losses: list[float] = []
+    tokens_seen, started = 0, time.perf_counter()
+    bar = tqdm(total=steps, initial=start, desc="sft", unit="step", disable=not cfg.progress)
+    eval_loss = None
+    for step, micro in enumerate(step_schedule(cfg, train, pad_id), start=1):
+        if step > steps:
+            break
+        if step <= start:
+            continue
+        loss, trained = accumulate_step(model, micro, device)
+        if cfg.max_grad_norm:
+            torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        losses.append(loss)
+        tokens_seen += sum(b.num_tokens for b in micro)
+        elapsed = time.perf_counter() - started
+        if step % cfg.log_every == 0 or step == steps:
+            _write(
+                output,
+                StepMetrics(
+                    step=step,
+                    loss=loss,
+                    lr=scheduler.get_last_lr()[0],
+                    trained_tokens=trained,
+                    tokens=tokens_seen,
+                    tokens_per_s=tokens_seen / elapsed,
+                    elapsed_s=elapsed,
+                ),
+            )
+        bar.update(1)
+        bar.set_postfix(loss=f"{loss:.3f}")
+        if cfg.eval_every and step % cfg.eval_every == 0 and step < steps:
+            evaluate(step)
+        if cfg.save_every and step % cfg.save_every == 0 and step < steps:
+            save_checkpoint(output, step, model, optimizer, scheduler)
+    bar.close()
+    eval_loss = evaluate(steps)
+    save_checkpoint(output, steps, model, optimizer, scheduler)
+    elapsed = time.perf_counter() - started
+    model_dir = save_final(model, tokenizer, output, family)
+    return SFTResult(
+        output=output,
+        model_dir=model_dir,
+        steps=steps,
+        first_loss=losses[0] if losses else math.nan,
+        last_loss=losses[-1] if losses else math.nan,
+        eval_loss=eval_loss,
+        tokens_per_s=tokens_seen / elapsed if elapsed else 0.0,
+    )

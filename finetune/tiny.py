@@ -1,0 +1,117 @@
+"""Tiny causal LMs built from a config, with a tokenizer trained locally: CPU tests and demos.
+
+Why: the SFT and evaluation code paths are the GPU paths; to test them on CPU without any
+download we need a real (small) model and tokenizer whose special tokens match a template
+family. The tokenizer is a byte-level BPE trained on the given texts (rendered conversations),
+with the family's control tokens as single special tokens, so masks and packing behave as with
+the real tokenizer of that family.
+
+    python -m trajforge.finetune.tiny --output runs/tiny-base --family qwen2.5 --data RUN_DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+from trajforge.finetune.families import TemplateFamily, get_family
+
+PAD_TOKEN = "<|pad|>"
+FAMILY_FILE = "trajforge_family.json"
+
+
+def train_tokenizer(texts: Iterable[str], family: TemplateFamily, vocab_size: int = 2000):
+    """A byte-level BPE over `texts`, the family's control tokens kept whole."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    specials = [PAD_TOKEN, *dict.fromkeys((*family.control_tokens, family.end_of_turn))]
+    core = Tokenizer(models.BPE())
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    core.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=specials,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    core.train_from_iterator(texts, trainer=trainer)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core,
+        pad_token=PAD_TOKEN,
+        eos_token=family.end_of_turn,
+        bos_token=family.bos_token or None,
+    )
+    tokenizer.chat_template = family.template(training=False)
+    return tokenizer
+
+
+def tiny_model(vocab_size: int, seed: int = 0, hidden: int = 64, layers: int = 2):
+    """A Llama-architecture model small enough to train in seconds on one CPU core."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=hidden,
+        intermediate_size=hidden * 2,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=16384,
+        tie_word_embeddings=False,
+    )
+    return LlamaForCausalLM(config)
+
+
+def save_tiny(
+    output: Path, texts: Iterable[str], family: TemplateFamily, seed: int = 0, hidden: int = 64
+) -> Path:
+    """Train a tokenizer on `texts`, build the model, save both (and the family) to `output`."""
+    tokenizer = train_tokenizer(texts, family)
+    model = tiny_model(len(tokenizer), seed=seed, hidden=hidden)
+    model.config.eos_token_id = tokenizer.eos_token_id
+    model.config.pad_token_id = tokenizer.pad_token_id
+    output.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(output)
+    tokenizer.save_pretrained(output)
+    (output / FAMILY_FILE).write_text(json.dumps({"family": family.name}))
+    return output
+
+
+def saved_family(model_dir: str | Path) -> str | None:
+    """The family a model directory was saved with, if it says."""
+    path = Path(model_dir) / FAMILY_FILE
+    return json.loads(path.read_text())["family"] if path.is_file() else None
+
+
+def _corpus(run_dir: str | None, family: TemplateFamily) -> list[str]:
+    """Rendered training conversations of a run (or a fixed sentence when there is none)."""
+    texts = ['The quick brown fox jumps over the lazy dog. 0123456789 {}[]:,"#']
+    if run_dir:
+        from trajforge.finetune.data import load_conversations
+        from trajforge.finetune.render import mask_segments
+
+        for conv in load_conversations(run_dir, "train"):
+            texts.append("".join(s.text for s in mask_segments(conv.messages, conv.tools, family)))
+    return texts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--family", default="qwen2.5")
+    parser.add_argument("--data", default=None, help="run directory whose texts train the BPE")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    family = get_family(args.family)
+    path = save_tiny(Path(args.output), _corpus(args.data, family), family, args.seed)
+    print(f"tiny {family.name} model written to {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
