@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from trajforge.generators.agent import oracle_closing
+from trajforge.generators.agent import oracle_closing, spoken, write_report
 from trajforge.generators.entities import entity_tokens
 from trajforge.generators.prompts import first_person, giving_info, info_label
 from trajforge.generators.tooling import Domain, ToolExecution, state_hash
@@ -74,7 +74,8 @@ def _describe_call(call: ToolCall) -> str:
 
 
 def _arg_text(value: object) -> str:
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    """An argument in words (lists joined with "and"): customer text never shows JSON."""
+    return spoken(value)
 
 
 def _call_facts(item: SkeletonCall) -> tuple[str, ...]:
@@ -174,6 +175,15 @@ class _PlanWriter:
         self.agent_facts.extend(_call_facts(item))
 
 
+def write_reports(calls: list[SkeletonCall]) -> list[str]:
+    """The closing's sentence per successful write (what was done, how it came out)."""
+    return [
+        write_report(c.call.name, c.call.arguments, c.execution.observation)
+        for c in calls
+        if c.execution.mutating and c.execution.error is None
+    ]
+
+
 def plan_blueprint(
     task: Task, calls: list[SkeletonCall], confirm_writes: bool = True
 ) -> list[PlanItem]:
@@ -202,7 +212,7 @@ def plan_blueprint(
                 writer.exchange_info(label, value)
         if index < len(calls):
             writer.execute(calls[index])
-    closing = oracle_closing(task)
+    closing = oracle_closing(task, write_reports(calls))
     plan = writer.plan
     plan.append(Utterance("assistant", closing, task.expected_outputs, tuple(writer.agent_facts)))
     plan.append(Utterance("user", "No, that's all. Thank you!", (), user_facts))

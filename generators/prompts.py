@@ -16,6 +16,19 @@ from trajforge.schemas import Persona, Task
 STOP_TOKEN = "###STOP###"
 TRANSFER_TOKEN = "###TRANSFER###"
 OUT_OF_SCOPE_TOKEN = "###OUT-OF-SCOPE###"
+SIMULATOR_TOKENS = (STOP_TOKEN, TRANSFER_TOKEN, OUT_OF_SCOPE_TOKEN)
+
+
+def strip_control_tokens(text: str | None) -> str | None:
+    """The text without the simulator's control tokens: they steer the rollout loop and must
+    never reach exported training messages (a model trained on them learns to emit them).
+    The one place these tokens are removed; the termination reason keeps what they said."""
+    if not text:
+        return text
+    for token in SIMULATOR_TOKENS:
+        text = text.replace(token, "")
+    return text.strip()
+
 
 #: Marked sections a scripted responder can parse without knowing anything else of the prompt.
 REQUIRED_BEGIN = "[REQUIRED ENTITIES]"

@@ -2,6 +2,7 @@
 
     trajforge build --config configs/quickstart.yaml --output runs/quick [--resume|--overwrite]
                     [any Beam pipeline option, e.g. --runner DataflowRunner --project ...]
+    trajforge verify --input FILE.jsonl|RUN_DIR --output VERDICTS.jsonl [--config CONFIG]
     trajforge finetune sft --data RUN_DIR --model MODEL_DIR --output OUT   (see finetune/cli.py)
     trajforge eval --model SPEC --tasks RUN_DIR --k K                      (see finetune/cli.py)
 
@@ -71,6 +72,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     calib.add_argument("--run", required=True, help="a finished run directory")
     calib.add_argument("--limit", type=int, default=None, help="judge at most this many")
+    verify = sub.add_parser(
+        "verify", help="run the gate over trajectories on disk, one verdict per line"
+    )
+    verify.add_argument("--input", required=True, help="Trajectory JSONL file or run directory")
+    verify.add_argument("--output", required=True, help="verdicts JSONL to write")
+    verify.add_argument("--config", default=None, help="build config whose quality.filters to run")
     finetune_cli.add_parsers(sub)
     _add_product_commands(sub)
     return parser
@@ -254,6 +261,22 @@ def cmd_publish(args: argparse.Namespace) -> int:
 COMMANDS = {"show": cmd_show, "report": cmd_report, "publish": cmd_publish}
 
 
+def cmd_verify(args: argparse.Namespace) -> int:
+    import os
+
+    from trajforge.pipelines.verify import verify_file
+    from trajforge.verifiers.filters import DEFAULT_FILTERS
+
+    if not os.path.exists(args.input):
+        raise UsageError(f"--input {args.input} does not exist (a JSONL file or a run directory)")
+    specs = load_config(args.config).quality.filters if args.config else DEFAULT_FILTERS
+    counts = verify_file(args.input, args.output, specs)
+    for key in sorted(counts):
+        print(f"{key:<44}{counts[key]:>8}")
+    print(f"\nVerdicts written to {args.output}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     args, beam_args = _parser().parse_known_args(argv)
@@ -262,6 +285,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_build(args, beam_args)
         if args.command == "calibrate":
             return cmd_calibrate(args)
+        if args.command == "verify":
+            return cmd_verify(args)
         if args.command in ("finetune", "eval"):
             return finetune_cli.run(args)
         if args.command in COMMANDS:

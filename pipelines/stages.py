@@ -11,6 +11,7 @@ import json
 from trajforge.pipelines.resources import StageResources
 from trajforge.schemas import (
     DatasetRecord,
+    Message,
     Provenance,
     Rejected,
     Task,
@@ -124,6 +125,15 @@ def verify_outcome(res: StageResources, trajectory: Trajectory) -> Trajectory:
     return gate(res, res.gates.outcome, trajectory.model_copy(update={"outcome": outcome}))
 
 
+def _exported(message: Message) -> dict:
+    """A training message: OpenAI shape, simulator control tokens stripped from the text."""
+    from trajforge.generators.prompts import strip_control_tokens
+
+    out = message.openai_dict()
+    out["content"] = strip_control_tokens(out["content"])
+    return out
+
+
 def to_dataset_record(res: StageResources, trajectory: Trajectory) -> DatasetRecord:
     """The exported row: OpenAI-format messages and tools, plus what filtering needs. The split
     is assigned later, per leakage cluster, from `split_keys` (pipelines/splits.py)."""
@@ -145,7 +155,7 @@ def to_dataset_record(res: StageResources, trajectory: Trajectory) -> DatasetRec
         complexity=task.intent.complexity,
         persona_id=task.persona.id,
         mode=trajectory.mode,
-        messages_json=json.dumps([m.openai_dict() for m in trajectory.messages], sort_keys=True),
+        messages_json=json.dumps([_exported(m) for m in trajectory.messages], sort_keys=True),
         tools_json=json.dumps(
             [s.openai_schema() for s in res.domain_for(task.domain).toolbox.specs],
             sort_keys=True,

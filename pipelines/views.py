@@ -27,11 +27,11 @@ from typing import Any, Literal
 
 from datasets import Features, Json, List, Value
 
+from trajforge.generators.prompts import strip_control_tokens
 from trajforge.schemas import DatasetRecord, Message, Trajectory
 
 ViewName = Literal["messages", "step_prefix", "steps", "sharegpt"]
 VIEW_NAMES: tuple[ViewName, ...] = ("messages", "step_prefix", "steps", "sharegpt")
-CONTROL_TOKENS = ("###STOP###", "###TRANSFER###", "###OUT-OF-SCOPE###")
 #: Documented token estimate: ~4 characters per token of the JSON-rendered conversation
 #: (within ~15% of BPE tokenizers such as Qwen2.5's and Llama-3's on English chat + JSON).
 CHARS_PER_TOKEN = 4.0
@@ -94,15 +94,6 @@ FEATURES: dict[ViewName, Features] = {
         }
     ),
 }
-
-
-def strip_control_tokens(text: str | None) -> str | None:
-    """The text without simulator control tokens (None stays None)."""
-    if text is None:
-        return None
-    for token in CONTROL_TOKENS:
-        text = text.replace(token, "")
-    return text.strip()
 
 
 def chat_message(message: Message) -> dict[str, Any] | None:

@@ -79,6 +79,17 @@ BuiltinReason = Literal[
     "loop_or_repeat",
     "user_hallucination",
     "shortcut_prone_task",
+    "outcome_not_told",
+    "ungrounded_claim",
+    # policy as code (generators/policy_rules.py RULE_IDS)
+    "policy.one_call_at_a_time",
+    "policy.authenticate_first",
+    "policy.own_records_only",
+    "policy.write_after_refusal",
+    "policy.confirm_before_write",
+    "policy.one_write_per_confirmation",
+    "policy.status_not_allowed",
+    "policy.needless_transfer",
     # dedup
     "exact_duplicate",
     "near_duplicate",

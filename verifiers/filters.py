@@ -16,8 +16,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from trajforge.generators.plugins import PluginError, is_plugin_path, load_object
+from trajforge.verifiers.grounding import GroundedClaimsFilter
 from trajforge.verifiers.hallucination import HallucinatedValuesFilter
 from trajforge.verifiers.loops import LoopsFilter
+from trajforge.verifiers.outcome_told import OutcomeToldFilter
+from trajforge.verifiers.policy import PolicyFilter
 from trajforge.verifiers.protocol import TrajectoryFilter, conformance_problems
 from trajforge.verifiers.signatures import AnswerBeforeEvidenceFilter
 from trajforge.verifiers.structural import AgentToolCallsFilter, NarratedActionsFilter
@@ -34,6 +37,9 @@ FILTERS: MappingProxyType[str, type[Any]] = MappingProxyType(
             HallucinatedValuesFilter,
             LoopsFilter,
             UserFidelityFilter,
+            PolicyFilter,
+            OutcomeToldFilter,
+            GroundedClaimsFilter,
         )
     }
 )

@@ -19,12 +19,50 @@ from trajforge.verifiers.result import FilterResult
 DEFAULT_MAX_REPEATS = 3
 
 
+def _normal_value(value: Any) -> Any:
+    """Case, whitespace and id prefixes (`#`, leading zeros kept) do not make a call new."""
+    if isinstance(value, str):
+        return " ".join(value.split()).lower().lstrip("#")
+    if isinstance(value, dict):
+        return {str(k).lower(): _normal_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_normal_value(v) for v in value]
+    return value
+
+
+def call_key(name: str, arguments: dict[str, Any]) -> str:
+    """`name(args)` with arguments normalised, so near-identical retries compare equal."""
+    return f"{name}({canonical_json(_normal_value(arguments))})"
+
+
 def repeated_calls(
     trajectory: Trajectory, max_repeats: int = DEFAULT_MAX_REPEATS
 ) -> dict[str, int]:
-    """`name(args)` -> count, for each identical call emitted at least `max_repeats` times."""
-    counts = Counter(f"{c.name}({canonical_json(c.arguments)})" for c in trajectory.tool_calls())
+    """`name(args)` -> count, for each call (by normalised arguments) made `max_repeats` times."""
+    counts = Counter(call_key(c.name, c.arguments) for c in trajectory.tool_calls())
     return {call: n for call, n in counts.items() if n >= max_repeats}
+
+
+def _agent_stretches(trajectory: Trajectory) -> list[list[str]]:
+    """Normalised call keys between user turns: the agent's runs with no new information."""
+    stretches: list[list[str]] = [[]]
+    for message in trajectory.messages:
+        if message.role == "user":
+            stretches.append([])
+        stretches[-1] += [call_key(c.name, c.arguments) for c in message.tool_calls]
+    return stretches
+
+
+def two_cycles(trajectory: Trajectory) -> list[str]:
+    """`A <-> B` for each pair of calls the agent alternates A, B, A, B without the user saying
+    anything in between (reading back and forth instead of acting)."""
+    found = set()
+    for keys in _agent_stretches(trajectory):
+        for i in range(len(keys) - 3):
+            a, b = keys[i], keys[i + 1]
+            if a != b and keys[i + 2] == a and keys[i + 3] == b:
+                found.add(f"{a} <-> {b}")
+    return sorted(found)
 
 
 def oscillating_paths(trajectory: Trajectory) -> dict[str, list[Any]]:
@@ -47,12 +85,14 @@ def _returns_to_earlier(values: list[Any]) -> bool:
 
 
 def check_loops(trajectory: Trajectory, max_repeats: int = DEFAULT_MAX_REPEATS) -> FilterResult:
-    """Reject (`loop_or_repeat`) on >= `max_repeats` identical calls or an oscillating write."""
+    """Reject (`loop_or_repeat`) on >= `max_repeats` calls equal after normalisation, a 2-cycle
+    of calls, or an oscillating write."""
     repeats = repeated_calls(trajectory, max_repeats)
     oscillations = oscillating_paths(trajectory)
-    if not repeats and not oscillations:
+    cycles = two_cycles(trajectory)
+    if not repeats and not oscillations and not cycles:
         return FilterResult.ok()
-    parts = [f"{call} x{n}" for call, n in sorted(repeats.items())]
+    parts = [f"{call} x{n}" for call, n in sorted(repeats.items())] + cycles
     parts += [f"{path} oscillated {values}" for path, values in sorted(oscillations.items())]
     return FilterResult.reject("loop_or_repeat", "; ".join(parts))
 

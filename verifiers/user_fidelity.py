@@ -52,8 +52,26 @@ def invented_user_facts(trajectory: Trajectory) -> list[tuple[int, str]]:
     return invented
 
 
+def role_confused_turns(trajectory: Trajectory) -> list[int]:
+    """Message indices of user turns that speak as the agent (the generation-time check, run
+    again on the finished record: a record from another system never went through it)."""
+    from trajforge.generators.user import looks_like_agent
+
+    return [
+        i
+        for i, m in enumerate(trajectory.messages)
+        if m.role == "user" and m.content and looks_like_agent(m.content)
+    ]
+
+
 def check_user_fidelity(trajectory: Trajectory) -> FilterResult:
-    """Reject (`user_hallucination`) when the user states facts its scenario does not hold."""
+    """Reject (`role_confusion`) when a user turn speaks as the agent, (`user_hallucination`)
+    when the user states facts its scenario does not hold."""
+    confused = role_confused_turns(trajectory)
+    if confused:
+        return FilterResult.reject(
+            "role_confusion", f"user turns speak as the agent: messages {confused}"
+        )
     invented = invented_user_facts(trajectory)
     if not invented:
         return FilterResult.ok()
@@ -65,7 +83,7 @@ class UserFidelityFilter(FilterModel):
     """The simulated user states only facts its scenario (or the agent) gave it."""
 
     name: ClassVar[str] = "user_fidelity"
-    reasons: ClassVar[tuple[RejectionReason, ...]] = ("user_hallucination",)
+    reasons: ClassVar[tuple[RejectionReason, ...]] = ("role_confusion", "user_hallucination")
 
     def check(self, trajectory: Trajectory, context: FilterContext) -> FilterResult:
         return check_user_fidelity(trajectory)

@@ -101,9 +101,13 @@ class EmbedFn(beam.DoFn):
             yield rid, vec
 
 
-def semantic_pairs(items, threshold: float) -> list[tuple[str, str]]:
+def semantic_pairs(items, threshold: float, keys=None) -> list[tuple[str, str]]:
+    """Pairs whose embeddings are within `threshold` and, when `keys` (id -> ContentKey) are
+    given, that are about the same thing (intent, entities, values): a shared template alone
+    never makes two different tasks duplicates."""
     import numpy as np
 
+    from trajforge.verifiers.content_key import same_content
     from trajforge.verifiers.semantic import similar_pairs
 
     items = sorted(items)
@@ -111,7 +115,10 @@ def semantic_pairs(items, threshold: float) -> list[tuple[str, str]]:
         return []
     ids = [i for i, _ in items]
     matrix = np.stack([v for _, v in items])
-    return [(ids[a], ids[b]) for a, b, _ in similar_pairs(matrix, threshold)]
+    pairs = [(ids[a], ids[b]) for a, b, _ in similar_pairs(matrix, threshold)]
+    if keys is None:
+        return pairs
+    return [(a, b) for a, b in pairs if same_content(keys[a], keys[b])]
 
 
 class ApplyDropsFn(beam.DoFn):
@@ -162,13 +169,16 @@ class Dedup(beam.PTransform):
                 | "NearClusters" >> beam.FlatMap(cluster_drops, "near_duplicate")
             )
         if cfg.semantic.enabled:
+            from trajforge.verifiers.content_key import content_key
+
             threshold = cfg.semantic.threshold
+            keys = trajectories | "ContentKey" >> beam.Map(lambda t: (t.id, content_key(t)))
             flags.append(
                 texts
                 | "BatchTexts" >> beam.BatchElements(min_batch_size=8, max_batch_size=64)
                 | "Embed" >> beam.ParDo(EmbedFn())
                 | "GatherEmbeddings" >> beam.combiners.ToList()
-                | "SemanticPairs" >> beam.Map(semantic_pairs, threshold)
+                | "SemanticPairs" >> beam.Map(semantic_pairs, threshold, beam.pvalue.AsDict(keys))
                 | "SemanticClusters" >> beam.FlatMap(cluster_drops, "semantic_duplicate")
             )
         if flags:

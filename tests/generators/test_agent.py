@@ -26,12 +26,17 @@ def test_llm_agent_sends_tools_and_seed_and_reports_cost(toy_domain):
 def test_oracle_emits_gold_calls_in_order_then_states_outputs(toy_task, toy_domain):
     oracle = OracleAgent(toy_task)
     history = [Message(role="user", content="hi")]
-    names = []
+    names, prompts = [], []
     for _ in toy_task.gold_actions:
         turn = asyncio.run(oracle.act(history, toy_domain.toolbox.specs, seed=0))
+        if turn.message.content:  # a write: the oracle asks for a yes first
+            prompts.append(turn.message.content)
+            history += [turn.message, Message(role="user", content="yes")]
+            turn = asyncio.run(oracle.act(history, toy_domain.toolbox.specs, seed=0))
         (call,) = turn.message.tool_calls
         names.append(call.name)
         history += [turn.message, Message(role="tool", content="{}", tool_call_id=call.id)]
     assert names == [a.name for a in toy_task.gold_actions]
+    assert len(prompts) == 1 and prompts[0].startswith("To confirm, I will deposit")
     final = asyncio.run(oracle.act(history, toy_domain.toolbox.specs, seed=0)).message
     assert not final.tool_calls and "125.50" in final.content

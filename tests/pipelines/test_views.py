@@ -5,6 +5,7 @@ import json
 import datasets
 import pytest
 
+from trajforge.generators.prompts import SIMULATOR_TOKENS
 from trajforge.pipelines import views
 from trajforge.schemas import Message, Trajectory
 
@@ -32,7 +33,7 @@ def test_messages_view_round_trips_to_the_trajectory(built_run):
             assert len(decoded) >= len(trajectory.messages) - 1  # only a bare ###STOP### goes
             assert row["tools"] == json.loads(records[row["id"]][1]["tools_json"])
             text = json.dumps(row["messages"])
-            assert not any(t in text for t in views.CONTROL_TOKENS)
+            assert not any(t in text for t in SIMULATOR_TOKENS)
             calls = [c for m in row["messages"] for c in (m["tool_calls"] or [])]
             assert calls and all(isinstance(c["function"]["arguments"], dict) for c in calls)
             assert row["num_tokens"] == views.estimate_tokens(row["messages"], row["tools"])

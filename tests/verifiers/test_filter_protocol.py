@@ -68,7 +68,7 @@ def test_chain_stops_at_first_rejection_and_reports_who(context):
     bad = Convo().user("Hi, my name is John Smith, cancel #W1234567").build()
     verdict = apply_filters(filters, bad, context)
     assert verdict.rejected_by == "user_fidelity"
-    assert verdict.passed == tuple(FILTERS)[:-1]
+    assert verdict.passed == tuple(FILTERS)[: tuple(FILTERS).index("user_fidelity")]
     assert verdict.rejection.reason == "user_hallucination"
 
 

@@ -28,7 +28,7 @@ def test_gold_values_include_outputs_and_gold_arguments():
 
 
 def test_signatures_of_a_grounded_trajectory():
-    t = cancel_convo().build(_task())
+    t = cancel_convo(authenticate=False).build(_task())
     sig = compute_signatures(t)
     # message 4 is the first agent text quoting the total; the order id was passed at message 2
     assert sig.answer_hit_turns == {"#w1234567": 2, "amount:54.9": 4}
@@ -39,7 +39,7 @@ def test_signatures_of_a_grounded_trajectory():
 
 
 def test_answer_before_lookup_is_rejected():
-    t = cancel_convo(lookup_first=False).build(_task())
+    t = cancel_convo(lookup_first=False, authenticate=False).build(_task())
     sig = compute_signatures(t)
     assert not sig.evidence_before_answer
     assert sig.solving_tool_calls == 0

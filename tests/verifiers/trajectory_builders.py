@@ -61,7 +61,7 @@ def make_task(
             reason_for_contact="I want to cancel an order.",
             known_info=known_info
             if known_info is not None
-            else {"user_id": "sara_doe_1234", "order_id": "#W1234567"},
+            else {"email": "sara@example.com", "user_id": "sara_doe_1234", "order_id": "#W1234567"},
             unknown_info=("order total",),
             instructions=instructions,
         ),
@@ -150,9 +150,12 @@ class Convo:
 ORDER = {"order_id": "#W1234567", "status": "pending", "total": 54.9, "user_id": "sara_doe_1234"}
 
 
-def cancel_convo(lookup_first: bool = True) -> Convo:
-    """The canonical good conversation: user gives id, agent looks up, cancels, reports total."""
-    c = Convo().user("Hi, I'm Sara Doe, user id sara_doe_1234. Please cancel order #W1234567.")
+def cancel_convo(lookup_first: bool = True, authenticate: bool = True) -> Convo:
+    """The canonical good conversation: user gives id, agent authenticates, looks up, asks,
+    cancels, reports total."""
+    c = Convo().user("Hi, I'm Sara Doe, sara@example.com. Please cancel order #W1234567.")
+    if authenticate:
+        c.call("find_user_id_by_email", email="sara@example.com").result("sara_doe_1234")
     if lookup_first:
         c.call("get_order_details", order_id="#W1234567").result(ORDER)
     c.agent("Order #W1234567 totals $54.90. Shall I cancel it? (yes/no)")

@@ -7,6 +7,7 @@ from importlib import resources
 
 from trajforge.generators.domains.retail import tasks
 from trajforge.generators.domains.retail.data_model import RetailState, generate_state
+from trajforge.generators.domains.retail.rules import RETAIL_CLAIMS, RETAIL_RULES
 from trajforge.generators.domains.retail.tools import TOOLS
 from trajforge.generators.tooling import Toolbox, apply_patches
 from trajforge.schemas import InitialState, Persona, Task
@@ -26,6 +27,8 @@ class RetailDomain:
 
     name = "retail"
     vocabulary = tasks.VOCABULARY
+    policy_rules = RETAIL_RULES  # policy.md as checkable rules (rules.py)
+    claim_types = RETAIL_CLAIMS  # what grounding-by-object checks claims about
 
     def __init__(self) -> None:
         self.policy: str = load_policy()

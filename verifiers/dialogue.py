@@ -1,0 +1,59 @@
+"""Small readings of a conversation that several checks share: who said yes, what a tool showed.
+
+Policy rules and grounding checks both need to know whether a user turn affirms or declines, and
+what the tool results said about one object (an order's status, its owner). One definition here
+keeps them from drifting apart.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from trajforge.schemas import StepRecord, Trajectory
+
+_REFUSAL = re.compile(
+    r"^\W*(?:no|nope|nah)\b(?!\s+problem)|\b(?:don'?t|do not|not yet|hold on|wait|never ?mind|"
+    r"rather not|changed my mind|not (?:do|proceed|go ahead)|cancel that|stop that)\b",
+    re.IGNORECASE,
+)
+_AFFIRM = re.compile(
+    r"\b(?:yes|yeah|yep|yup|sure|confirm(?:ed)?|go ahead|please do|please proceed|proceed|"
+    r"correct|that'?s right|ok(?:ay)?|sounds good|do it|affirmative|absolutely|of course)\b",
+    re.IGNORECASE,
+)
+
+
+def is_refusal(text: str | None) -> bool:
+    """The user declines ("no", "don't do that", "wait, I changed my mind")."""
+    return bool(text) and bool(_REFUSAL.search(text or ""))
+
+
+def is_affirmation(text: str | None) -> bool:
+    """The user says yes to what was just proposed (and declines nothing)."""
+    return bool(text) and not is_refusal(text) and bool(_AFFIRM.search(text or ""))
+
+
+def result_object(step: StepRecord) -> Any:
+    """A step's successful result parsed as JSON (a bare string result stays a string)."""
+    if step.error is not None or step.result is None:
+        return None
+    try:
+        return json.loads(step.result)
+    except ValueError:
+        return step.result
+
+
+def steps_by_call(trajectory: Trajectory) -> dict[str, StepRecord]:
+    """Call id -> the step that executed it."""
+    return {s.call.id: s for s in trajectory.steps}
+
+
+def text_turns(trajectory: Trajectory, role: str) -> list[tuple[int, str]]:
+    """(message index, text) of every message of `role` that says something."""
+    return [
+        (i, m.content)
+        for i, m in enumerate(trajectory.messages)
+        if m.role == role and m.content and m.content.strip()
+    ]

@@ -1,0 +1,134 @@
+"""Grounded claims by object: what the agent says about an object must be what the tools said
+about that object.
+
+The value-evidence check (hallucination.py) only sees tokens with digits, anywhere in the
+conversation. It misses a status without digits ("delivered"), a street address without its zip,
+a seen value attached to the wrong order, and an action narrated in the passive voice ("your order
+has been cancelled") with no write behind it. Using the domain's declared `ClaimTypes`, each
+sentence of agent text is tied to the objects it names (or, when it names none, to any object the
+conversation has touched) and checked against the tool results about those objects.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from trajforge.generators.policy_rules import ClaimTypes
+from trajforge.schemas import Message, RejectionReason, Trajectory
+from trajforge.verifiers.dialogue import result_object, steps_by_call
+from trajforge.verifiers.protocol import FilterContext, FilterModel
+from trajforge.verifiers.result import FilterResult
+
+_SENTENCE = re.compile(r"(?:[^.!?\n]|\.(?=\d))+")
+_PASSIVE = re.compile(
+    r"\b(?:has|have|had)\s+(?:now\s+|just\s+|successfully\s+)?been\s+([a-z]+ed)\b"
+    r"|\b(?:was|were)\s+(?:successfully\s+)?([a-z]+ed)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class _Seen:
+    """Tool evidence so far: statuses per object, successful writes per object, raw texts."""
+
+    statuses: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    writes: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    texts: list[str] = field(default_factory=list)
+    touched: set[str] = field(default_factory=set)
+
+
+def _learn(seen: _Seen, message: Message, types: ClaimTypes, steps: dict) -> None:
+    if message.role in ("user", "tool") and message.content:
+        seen.texts.append(message.content.lower())
+    for call in message.tool_calls:
+        obj = call.arguments.get(types.object_key)
+        if isinstance(obj, str):
+            seen.touched.add(obj)
+        step = steps.get(call.id)
+        if step is None:
+            continue
+        result = result_object(step)
+        if isinstance(result, dict) and isinstance(result.get(types.object_key), str):
+            key = result[types.object_key]
+            if types.status_field in result:
+                seen.statuses[key].add(str(result[types.status_field]).lower())
+            if step.mutating and step.error is None:
+                seen.writes[key].append(call.name.lower())
+
+
+def _sentence_problems(
+    sentence: str, objects: list[str], seen: _Seen, types: ClaimTypes, verbs: dict
+) -> list[str]:
+    """Problems of one sentence about `objects` (the ones it names, or else every object the
+    context could mean: a claim must hold for at least one of them)."""
+    problems = []
+    lowered = sentence.lower()
+    for status in types.statuses:
+        if re.search(rf"\b{re.escape(status)}\b", lowered) and not any(
+            status in seen.statuses[obj] for obj in objects
+        ):
+            problems.append(f"{' / '.join(objects) or 'no object'} is not '{status}'")
+    for match in _PASSIVE.finditer(sentence):
+        verb = (match.group(1) or match.group(2)).lower()
+        stems = verbs.get(verb)
+        if stems is None:
+            continue
+        done = [name for obj in objects for name in seen.writes[obj]]
+        if not any(stem in name for name in done for stem in stems or ("",)):
+            problems.append(f"'{match.group(0)}' on {' / '.join(objects)} without that write")
+    if types.address_pattern:
+        for address in re.findall(types.address_pattern, sentence):
+            if not any(address.lower() in t for t in seen.texts):
+                problems.append(f"address '{address}' never shown")
+    return problems
+
+
+def _message_problems(text: str, types: ClaimTypes, seen: _Seen, verbs: dict) -> list[str]:
+    """Sentence by sentence; one that names no object may mean any object of the conversation
+    so far (a closing answering several questions names none), so its claim must hold for one."""
+    problems: list[str] = []
+    for sentence in _SENTENCE.findall(text):
+        named = re.findall(types.object_pattern, sentence)
+        objects = named or sorted(seen.touched)
+        problems += _sentence_problems(sentence, objects, seen, types, verbs)
+    return problems
+
+
+def ungrounded_claims(
+    trajectory: Trajectory, types: ClaimTypes | None, verbs: dict[str, tuple[str, ...]]
+) -> list[tuple[int, str]]:
+    """(message index, problem) for each agent claim its object's tool evidence does not back."""
+    if types is None:
+        return []
+    seen, steps, found = _Seen(), steps_by_call(trajectory), []
+    for index, message in enumerate(trajectory.messages):
+        if message.role == "assistant" and message.content:
+            found += [(index, p) for p in _message_problems(message.content, types, seen, verbs)]
+        _learn(seen, message, types, steps)
+    return found
+
+
+def check_grounded_claims(
+    trajectory: Trajectory, types: ClaimTypes | None, verbs: dict[str, tuple[str, ...]]
+) -> FilterResult:
+    """Reject (`ungrounded_claim`) on a claim about an object its tool results do not back."""
+    found = ungrounded_claims(trajectory, types, verbs)
+    if not found:
+        return FilterResult.ok()
+    return FilterResult.reject("ungrounded_claim", "; ".join(f"message {i}: {p}" for i, p in found))
+
+
+class GroundedClaimsFilter(FilterModel):
+    """Statuses, addresses and narrated actions checked per object (`domain.claim_types`)."""
+
+    name: ClassVar[str] = "grounded_claims"
+    reasons: ClassVar[tuple[RejectionReason, ...]] = ("ungrounded_claim",)
+
+    def check(self, trajectory: Trajectory, context: FilterContext) -> FilterResult:
+        domain = context.domain
+        return check_grounded_claims(
+            trajectory, getattr(domain, "claim_types", None), dict(domain.vocabulary.action_verbs)
+        )
