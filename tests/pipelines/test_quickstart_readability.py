@@ -23,7 +23,7 @@ roles:
   agent: {kind: scripted, responder: blueprint}
 output:
   num_shards: 1
-  splits: {train: 1.0, validation: 0.0, test: 0.0}
+  splits: {train: 1.0, validation: 0.0, golden: 0.0}
 """
 
 
