@@ -58,7 +58,7 @@ train-eval-tiny: install
 	.venv/bin/trajforge finetune sft --data runs/tiny-data --model runs/tiny-base --output runs/tiny-sft \
 		--method full --learning-rate 3e-3 --max-steps 16 --max-seq-len 6144 --row-tokens 6144
 	.venv/bin/trajforge eval --model runs/tiny-base --model runs/tiny-sft/model --model oracle \
-		--tasks runs/tiny-data --k 1 --max-tokens 48 --max-turns 3 --json runs/tiny-eval.json
+		--tasks runs/tiny-data --k 1 --max-tokens 48 --max-turns 10 --json runs/tiny-eval.json
 
 # Opt-in GPU smoke: SFT a few steps (bf16, gradient checkpointing) then eval with vLLM; skipped
 # without a CUDA GPU. TRAJFORGE_GPU_SMOKE_MODEL=/path/to/small/model uses a real local model.

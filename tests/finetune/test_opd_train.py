@@ -33,6 +33,7 @@ def metrics(tmp_path):
     return [json.loads(line) for line in (tmp_path / "out" / "metrics.jsonl").open()]
 
 
+@pytest.mark.slow  # a whole build or long run: the tier CI also runs
 def test_a_few_opd_steps_reduce_heldout_reverse_kl(tmp_path):
     """The README's numbers: `pytest tests/finetune/test_opd_train.py -k reduce -s`."""
     student, teacher = save_pair(tmp_path)

@@ -219,6 +219,7 @@ def test_synthesized_task_passes():
     assert verified.verification.passed and verified.verification.checks_passed == CHECKS
 
 
+@pytest.mark.slow  # a whole build or long run: the tier CI also runs
 def test_most_synthesized_tasks_pass(capsys):
     reasons: Counter[str] = Counter()
     for seed in range(200):

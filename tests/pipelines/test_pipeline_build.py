@@ -104,6 +104,7 @@ quality:
 """
 
 
+@pytest.mark.slow  # a whole build or long run: the tier CI also runs
 def test_multiprocessing_build(tmp_path, config_path):
     """Catches pickling and import problems that would also break Dataflow workers, including
     a plugin filter resolved by dotted path in each worker process's setup().
@@ -166,6 +167,7 @@ def test_rollout_dry_run_rejections_are_typed_and_kept(tmp_path):
     assert payload["outcome"]["passed"] is False and payload["messages"]
 
 
+@pytest.mark.slow  # a whole build or long run: the tier CI also runs
 def test_calibrate_reports_judge_agreement_with_outcome(tmp_path, capsys):
     """A judge that approves everything: agrees on passed runs, disagrees on failed ones."""
     judge = "  judge: {kind: scripted, responder: judge_approves}\n"

@@ -4,6 +4,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 from stub_server import StubConfig, start_stub_server  # noqa: E402
@@ -37,6 +39,7 @@ def run_build(tmp_path, base_url, n, retries):
     return code, out
 
 
+@pytest.mark.slow  # a whole build or long run: the tier CI also runs
 def test_transient_faults_lose_no_element(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     stub = StubConfig(

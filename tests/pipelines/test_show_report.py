@@ -53,6 +53,7 @@ def test_empty_build_has_a_report(empty_run):
     assert "Rejected samples" in html and "<details>" in html
 
 
+@pytest.mark.slow  # a whole build or long run: the tier CI also runs
 @pytest.mark.skipif(report_check.browser() is None, reason="Chromium not installed")
 def test_report_opens_in_headless_chromium(built_run):
     result = report_check.check_report(str(built_run / "report.html"))
