@@ -13,24 +13,14 @@ import html
 import io as stdio
 import json
 from collections import Counter
-from typing import Any
+from typing import Any, get_args
 
 from trajforge.pipelines import io
 from trajforge.pipelines.browse import Sample, kept, kept_samples, rejected_samples
+from trajforge.schemas import Stage
 
 REPORT_FILE = io.REPORT_FILE
-STAGE_ORDER = (
-    "synthesize",
-    "verify_task",
-    "baseline",
-    "rollout",
-    "blueprint",
-    "outcome",
-    "judge",
-    "shortcut",
-    "dedup",
-    "split",
-)
+STAGE_ORDER: tuple[str, ...] = get_args(Stage)  # pipeline order, as the schema declares it
 MAX_TRAJECTORIES = 5000  # plots read at most this many kept rows
 SAMPLES = 20
 
