@@ -25,23 +25,6 @@ from trajforge.pipelines.resources import forget_process_clients
 
 RUN_MARKER = ".trajforge-run"
 CACHE_DIR = "cache"
-#: Everything a build writes at the top of its run directory (besides beam-temp-* folders).
-OWNED = (
-    io.DATA_DIR,
-    io.VIEWS_DIR,
-    io.REJECTED_DIR,
-    io.DEAD_LETTER_DIR,
-    io.DIVERSITY_FILE,
-    io.SPLITS_FILE,
-    io.REPORT_FILE,
-    io.SUCCESS_MARKER,
-    "config.json",
-    "manifest.json",
-    "README.md",
-    "calibration.json",
-    PROGRESS_DIR,
-    CACHE_DIR,
-)
 #: What `--resume` clears: the partial outputs of the interrupted run (cache and config stay).
 PARTIAL_OUTPUTS = (
     io.DATA_DIR,
@@ -53,6 +36,15 @@ PARTIAL_OUTPUTS = (
     io.REPORT_FILE,
     io.SUCCESS_MARKER,
     "manifest.json",
+)
+#: Everything a build writes at the top of its run directory (besides beam-temp-* folders).
+OWNED = (
+    *PARTIAL_OUTPUTS,
+    "config.json",
+    "README.md",
+    "calibration.json",
+    PROGRESS_DIR,
+    CACHE_DIR,
 )
 
 
