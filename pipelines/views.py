@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from datasets import Features, Json, List, Value
 
-from trajforge.generators.prompts import strip_control_tokens
+from trajforge.generators.prompts import training_message
 from trajforge.schemas import DatasetRecord, Message, Trajectory
 
 ViewName = Literal["messages", "step_prefix", "steps", "sharegpt"]
@@ -109,9 +109,9 @@ FEATURES: dict[ViewName, Features] = {
 
 def chat_message(message: Message) -> dict[str, Any] | None:
     """One message in the HF chat shape with arguments as dicts; None when only a control
-    token was said (the turn is dropped)."""
-    content = strip_control_tokens(message.content)
-    if message.role == "user" and not content:
+    token was said (the turn is dropped). The rule is `training_message`'s."""
+    trained = training_message(message)
+    if trained is None:
         return None
     calls = [
         {
@@ -119,13 +119,13 @@ def chat_message(message: Message) -> dict[str, Any] | None:
             "type": "function",
             "function": {"name": c.name, "arguments": dict(c.arguments)},
         }
-        for c in message.tool_calls
+        for c in trained.tool_calls
     ]
     return {
-        "role": message.role,
-        "content": content if content or not calls else None,
+        "role": trained.role,
+        "content": trained.content,
         "tool_calls": calls or None,
-        "tool_call_id": message.tool_call_id,
+        "tool_call_id": trained.tool_call_id,
     }
 
 
