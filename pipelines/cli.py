@@ -184,7 +184,12 @@ def cmd_build(args: argparse.Namespace, beam_args: list[str]) -> int:
     beam_args = with_default_runner(beam_args)
     local = "://" not in output
     try:
-        with ProgressReporter(output, config.num_tasks, enabled=local and not args.no_progress):
+        with ProgressReporter(
+            output,
+            config.num_tasks,
+            enabled=local and not args.no_progress,
+            attempts=config.rollout.attempts,
+        ):
             result = run_build(config, output, beam_args)
     except BuildFailed as failed:
         print(summary_table(failed.manifest))
