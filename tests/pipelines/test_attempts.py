@@ -248,6 +248,7 @@ def test_k2_oracle_rollout_build_end_to_end(tmp_path):
     assert len(view) == len(rows) and all(v["pass_rate"] == 1.0 for v in view)
     card = (out / "README.md").read_text()
     assert "pass_rate" in card and "## Difficulty" in card
+    assert "Difficulty (k attempts per task)" in (out / "report.html").read_text()
 
 
 def test_k2_always_wrong_agent_records_zero_pass_rates(tmp_path):
