@@ -179,6 +179,12 @@ def cmd_build(args: argparse.Namespace, beam_args: list[str]) -> int:
             update={"cache": config.cache.model_copy(update={"enabled": False})}
         )
     output = args.output.rstrip("/")
+    rollout = config.rollout
+    if rollout.attempts > 1 and rollout.agent == "llm" and config.sampling.temperature == 0:
+        print(  # the attempts differ only through the seeds the backend may ignore at t=0
+            f"note: rollout.attempts {rollout.attempts} at sampling.temperature 0 repeats "
+            "greedy decoding; set a temperature for distinct attempts and a meaningful pass rate"
+        )
     preflight(config, output, beam_args, _our_flags("build"))
     prepare_run_dir(output, config.config_hash(), args.resume, args.overwrite, args.clear_cache)
     beam_args = with_default_runner(beam_args)
