@@ -45,6 +45,29 @@ class TaskDifficulty(Record):
     difficulty: Difficulty
 
 
+class TaskDifficultyRow(Record):
+    """One line of `difficulty/*.jsonl`: every rolled-out task's difficulty with what a
+    trainer filters by (hard-task mining reads these; the full task is in the rows or in the
+    `no_passing_attempt` rejection)."""
+
+    task_id: str
+    domain: str
+    task_types: tuple[str, ...]
+    complexity: int
+    difficulty: Difficulty
+
+    @classmethod
+    def of(cls, labelled: TaskDifficulty) -> TaskDifficultyRow:
+        intent = labelled.task.intent
+        return cls(
+            task_id=labelled.id,
+            domain=labelled.task.domain,
+            task_types=tuple(intent.task_types),
+            complexity=intent.complexity,
+            difficulty=labelled.difficulty,
+        )
+
+
 class AttemptGroup(Record):
     """What the grouping decided for one task: the distinct passing attempts (difficulty
     attached), the refused ones, and the task's difficulty."""

@@ -25,6 +25,7 @@ SUCCESS_MARKER = "_SUCCESS"
 DATA_DIR, REJECTED_DIR, DEAD_LETTER_DIR = "data", "rejected", "dead_letter"
 DIVERSITY_FILE = "diversity.json"
 DIFFICULTY_FILE = "difficulty.json"  # rollout.attempts > 1: the tasks' pass rates
+DIFFICULTY_DIR = "difficulty"  # ... and one line per task
 
 
 def join(base: str, *parts: str) -> str:

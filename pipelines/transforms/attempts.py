@@ -15,7 +15,13 @@ import traceback
 import apache_beam as beam
 
 from trajforge.pipelines import io
-from trajforge.pipelines.attempts import STAGE, difficulty_summary, expand_attempts, group_attempts
+from trajforge.pipelines.attempts import (
+    STAGE,
+    TaskDifficultyRow,
+    difficulty_summary,
+    expand_attempts,
+    group_attempts,
+)
 from trajforge.pipelines.transforms.routing import (
     DEAD,
     KEPT,
@@ -112,8 +118,9 @@ def _summary_json(labelled, k: int) -> str:
 
 
 class WriteDifficulty(beam.PTransform):
-    """Every rolled-out task's `TaskDifficulty` -> <run_dir>/difficulty.json (the summary the
-    manifest and card show). One small record per task reaches one worker: ids and counts."""
+    """Every rolled-out task's `TaskDifficulty` -> one `TaskDifficultyRow` per task in
+    <run_dir>/difficulty/*.jsonl, and <run_dir>/difficulty.json (the summary the manifest and
+    card show; the summary gathers one small record per task on one worker)."""
 
     def __init__(self, run_dir: str, k: int):
         super().__init__()
@@ -121,6 +128,16 @@ class WriteDifficulty(beam.PTransform):
         self.k = k
 
     def expand(self, labelled):
+        (
+            labelled
+            | "Rows" >> beam.Map(lambda t: TaskDifficultyRow.of(t).to_json())
+            | "WriteRows"
+            >> beam.io.WriteToText(
+                io.join(self.run_dir, io.DIFFICULTY_DIR, io.DIFFICULTY_DIR),
+                file_name_suffix=".jsonl",
+                shard_name_template="-SSSSS-of-NNNNN",
+            )
+        )
         return (
             labelled
             | "Gather" >> beam.combiners.ToList()

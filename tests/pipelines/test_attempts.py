@@ -21,6 +21,7 @@ from trajforge.generators.task_verification import verify_task
 from trajforge.generators.user import ScriptedUser
 from trajforge.pipelines.attempts import (
     TaskDifficulty,
+    TaskDifficultyRow,
     accounting,
     difficulty_summary,
     group_attempts,
@@ -210,13 +211,16 @@ output:
 """
 
 
+def _lines(folder):
+    return [line for f in sorted(folder.glob("*.jsonl")) for line in f.read_text().splitlines()]
+
+
 def _build(tmp_path, expected_exit: int, **fields) -> tuple:
     (tmp_path / "k2.yaml").write_text(K2_BUILD.format(**fields))
     out = tmp_path / "run"
     argv = ["build", "--config", str(tmp_path / "k2.yaml"), "--output", str(out), "--no-progress"]
     assert main(argv) == expected_exit
-    files = (out / "rejected").glob("*.jsonl")
-    rejected = [json.loads(line) for f in files for line in f.read_text().splitlines()]
+    rejected = [json.loads(line) for line in _lines(out / "rejected")]
     return out, json.loads((out / "manifest.json").read_text()), rejected
 
 
@@ -244,6 +248,9 @@ def test_k2_oracle_rollout_build_end_to_end(tmp_path):
     difficulty = manifest["difficulty"]
     assert difficulty["tasks"] == tasks and difficulty["mean_pass_rate"] == 1.0
     assert difficulty["by_split"]["golden"]["mean_pass_rate"] == 1.0
+    per_task = [TaskDifficultyRow.from_json(line) for line in _lines(out / "difficulty")]
+    assert sorted(t.task_id for t in per_task) == sorted({r["task_id"] for r in rows})
+    assert all(t.difficulty == Difficulty.of(2, 2) for t in per_task)
     view = [r for f in (out / "views" / "messages").glob("*.parquet") for r in pq.read_table(f).to_pylist()]  # fmt: skip
     assert len(view) == len(rows) and all(v["pass_rate"] == 1.0 for v in view)
     card = (out / "README.md").read_text()
@@ -269,3 +276,5 @@ def test_k2_always_wrong_agent_records_zero_pass_rates(tmp_path):
         payload = TaskDifficulty.from_json(r["payload_json"])
         assert payload.difficulty == Difficulty.of(2, 0) and payload.id == r["record_id"]
     assert manifest["difficulty"]["pass_rate_histogram"]["0"] == len(no_pass)
+    per_task = [TaskDifficultyRow.from_json(line) for line in _lines(out / "difficulty")]
+    assert sorted(t.task_id for t in per_task) == sorted(r["record_id"] for r in no_pass)
