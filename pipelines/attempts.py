@@ -102,14 +102,22 @@ def _rejection(record_id: str, reason: str, detail: str, payload: Record) -> Rej
     )
 
 
-def group_attempts(task: Task, passed: Iterable[Trajectory], k: int) -> AttemptGroup:
+def group_attempts(
+    task: Task, passed: Iterable[Trajectory], k: int, copies: int = 1
+) -> AttemptGroup:
     """Label the task with c-of-K difficulty; keep the first attempt of each distinct
-    message content (by attempt index), refuse the repeats; refuse a task with no pass."""
+    message content (by attempt index), refuse the repeats; refuse a task with no pass.
+
+    `copies`: how many seed indices synthesised this same task (ids are content hashes, so
+    two seeds can meet on one task); its attempts then number copies x K."""
     ordered = sorted(passed, key=lambda t: (attempt_of(t), t.id))
-    difficulty = Difficulty.of(k, len(ordered))
+    difficulty = Difficulty.of(copies * k, len(ordered))
     labelled = TaskDifficulty(id=task.id, task=task, difficulty=difficulty)
     if not ordered:
-        detail = f"0 of {k} attempts passed (pass_rate 0.0); see the attempts' own rejections"
+        detail = (
+            f"0 of {copies * k} attempts passed (pass_rate 0.0); see the attempts' own "
+            "rejections and dead letters"
+        )
         return AttemptGroup(
             task_difficulty=labelled, rejections=(_rejection(task.id, NO_PASS, detail, labelled),)
         )

@@ -66,8 +66,9 @@ class GroupAttemptsFn(beam.DoFn):
         _, grouped = element
         tasks, passed = list(grouped["task"]), list(grouped["passed"])
         try:
-            (task,) = tasks
-            group = group_attempts(task, passed, self.k)
+            if not tasks:
+                raise ValueError("passing attempts of a task that was never rolled out")
+            group = group_attempts(tasks[0], passed, self.k, copies=len(tasks))
         except Exception as err:  # noqa: BLE001 - every attempt is routed, never lost
             tb = traceback.format_exc()
             for trajectory in passed:

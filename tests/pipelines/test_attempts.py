@@ -101,6 +101,33 @@ def test_group_rejects_a_task_without_a_pass_and_records_its_pass_rate(tasks):
     assert payload.difficulty == Difficulty.of(3, 0) and payload.task == tasks[1]
 
 
+def test_a_task_synthesised_by_two_seeds_counts_both_copies_attempts(tasks):
+    a0 = _attempt(tasks[0], 0)
+    group = group_attempts(tasks[0], [a0, a0], k=2, copies=2)
+    assert group.task_difficulty.difficulty == Difficulty.of(4, 2)
+    assert [r.reason for r in group.rejections] == ["duplicate_attempt"]
+
+
+def test_group_attempts_dead_letters_attempts_of_an_unknown_task(tasks, tmp_path):
+    """A passing attempt without its task is a bug upstream: it is dead-lettered, not lost."""
+    stray = _attempt(tasks[2], 0)
+    with BeamTestPipeline(options=PipelineOptions(["--runner=FnApiRunner"])) as p:
+        out = {
+            "task": p | "Tasks" >> beam.Create(tasks[:1]),
+            "passed": p | "Passed" >> beam.Create([stray]),
+        } | GroupAttempts(2, str(tmp_path))
+        assert_that(
+            out[DEAD] | "D" >> beam.Map(lambda d: (d.record_id, d.stage)),
+            equal_to([(stray.id, "attempts")]),
+            label="dead",
+        )
+        assert_that(
+            out[REJECTED] | "R" >> beam.Map(lambda r: (r.record_id, r.reason)),
+            equal_to([(tasks[0].id, "no_passing_attempt")]),
+            label="rejected",
+        )
+
+
 def test_group_attempts_transform(tasks, tmp_path):
     """Task 0: 3 passing attempts (one a repeat) of K=3; task 1: one; task 2: none."""
     passed = [_attempt(tasks[0], 0), _attempt(tasks[0], 1), _attempt(tasks[0], 2, "Bye.")]
