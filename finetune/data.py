@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from trajforge.generators.prompts import training_message
-from trajforge.schemas import Message, Task, ToolCall, Trajectory
+from trajforge.schemas import Difficulty, Message, Task, ToolCall, Trajectory
 
 COLUMNS = ("id", "messages_json", "tools_json")
 #: Where pipelines write the `messages` view (pipelines.shards.output_dir("messages")).
@@ -137,15 +137,28 @@ def load_conversations(
     return _canonical_conversations(run_dir, split)
 
 
-def load_tasks(run_dir: str | Path, split: str = "golden") -> list[Task]:
-    """The tasks of a run's held-out split (`golden` when the build has one, else `split`)."""
+def _held_out(run_dir: str | Path, split: str) -> list[Trajectory]:
+    """One trajectory per task of the held-out split (`golden` when the build has one, else
+    `split`): a build with k attempts per task may keep several rows of one task."""
     import pyarrow.parquet as pq
 
     chosen = "golden" if split_files(run_dir, "golden") else split
-    tasks = []
+    by_task: dict[str, Trajectory] = {}
     for path in split_files(run_dir, chosen):
         for row in pq.read_table(path, columns=["trajectory_json"]).to_pylist():
-            tasks.append(Trajectory.model_validate_json(row["trajectory_json"]).task)
-    if not tasks:
+            trajectory = Trajectory.model_validate_json(row["trajectory_json"])
+            by_task.setdefault(trajectory.task.id, trajectory)
+    if not by_task:
         raise FileNotFoundError(f"{run_dir} has no {chosen} rows to evaluate on")
-    return tasks
+    return list(by_task.values())
+
+
+def load_tasks(run_dir: str | Path, split: str = "golden") -> list[Task]:
+    """The tasks of a run's held-out split, each once, in file and row order."""
+    return [t.task for t in _held_out(run_dir, split)]
+
+
+def load_task_difficulty(run_dir: str | Path, split: str = "golden") -> dict[str, Difficulty]:
+    """task id -> the build's measured difficulty (builds with `rollout.attempts` > 1), the
+    baseline an evaluated model is compared against; empty when the build measured none."""
+    return {t.task.id: t.difficulty for t in _held_out(run_dir, split) if t.difficulty}

@@ -122,6 +122,7 @@ class EvalReport(BaseModel):
     tasks_skipped: dict[str, int] = {}  # fresh tasks not synthesised or verified: reason -> count
     failures: dict[str, int] = {}  # typed reason -> failing attempts (one may fail several)
     user: str = "scripted"
+    baseline: GroupScore | None = None  # the build agent's k attempts on these tasks, if any
 
 
 def held_out_tasks(cfg: EvalConfig, domain: Domain) -> tuple[list[Task], dict[str, int]]:
@@ -268,7 +269,20 @@ def evaluate(
     ]
     attempts = run_all(works, cfg.max_in_flight)
     user = "scripted" if user_spec is None else f"llm:{user_spec.label}"
-    return build_report(spec.label, cfg.k, _task_results(tasks, attempts), skipped, user)
+    report = build_report(spec.label, cfg.k, _task_results(tasks, attempts), skipped, user)
+    return report.model_copy(update={"baseline": baseline_score(cfg, tasks)})
+
+
+def baseline_score(cfg: EvalConfig, tasks: Sequence[Task]) -> GroupScore | None:
+    """The difficulty a build measured on these tasks (`rollout.attempts` > 1) as a score:
+    how the build's own agent did, next to the evaluated one. pass^j up to the fewest attempts."""
+    if cfg.tasks is None:
+        return None
+    from trajforge.finetune.data import load_task_difficulty
+
+    measured = load_task_difficulty(cfg.tasks, cfg.split)
+    pairs = [(d.attempts, d.successes) for t in tasks if (d := measured.get(t.id))]
+    return score(pairs, min(n for n, _ in pairs)) if pairs else None
 
 
 def format_table(reports: Sequence[EvalReport]) -> str:
@@ -300,8 +314,16 @@ def format_table(reports: Sequence[EvalReport]) -> str:
 
 
 def _failure_lines(reports: Sequence[EvalReport]) -> list[str]:
-    """Failing attempts per typed reason (outcome parts, policy rules), one line per agent."""
+    """Failing attempts per typed reason (outcome parts, policy rules), one line per agent;
+    then the build's baseline difficulty on these tasks, when it measured one."""
     lines = []
+    base = reports[0].baseline
+    if base is not None:
+        hats = " ".join(f"pass^{j} {v:.3f}" for j, v in base.pass_hat.items())
+        lines.append(
+            f"build agent's baseline ({base.tasks} of these tasks, k attempts in the build): "
+            f"success {base.success:.3f} {hats}"
+        )
     for r in reports:
         counts = ", ".join(f"{reason} {n}" for reason, n in r.failures.items()) or "none"
         lines.append(f"failing attempts by reason, {r.agent} (user {r.user}): {counts}")

@@ -283,6 +283,14 @@ def test_k2_oracle_rollout_build_end_to_end(tmp_path):
     card = (out / "README.md").read_text()
     assert "pass_rate" in card and "## Difficulty" in card
     assert "Difficulty (k attempts per task)" in (out / "report.html").read_text()
+    # eval on the golden split: each task once, next to the build agent's baseline
+    report_path = tmp_path / "eval.json"
+    assert main(["eval", "--model", "oracle", "--tasks", str(out), "--json", str(report_path)]) == 0
+    (report,) = json.loads(report_path.read_text())
+    golden_tasks = {r["task_id"] for r in rows if r["split"] == "golden"}
+    assert sorted(t["task_id"] for t in report["tasks"]) == sorted(golden_tasks)
+    assert report["baseline"]["tasks"] == len(golden_tasks)
+    assert report["baseline"]["pass_hat"] == {"1": 1.0, "2": 1.0}
 
 
 def test_k2_always_wrong_agent_records_zero_pass_rates(tmp_path):
