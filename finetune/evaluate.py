@@ -84,7 +84,10 @@ class EvalConfig(BaseModel):
                 "user_model: the oracle is an agent, not a user; give local, openai:MODEL, "
                 "vllm:PATH, scripted:RESPONDER or a model directory"
             )
-        parse_agent(self.user_model)  # names the accepted forms when it is none of them
+        try:
+            parse_agent(self.user_model)
+        except ValueError as err:
+            raise ValueError(str(err).replace("--model", "user_model (--user-model)")) from None
         return self
 
 
