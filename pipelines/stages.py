@@ -81,6 +81,9 @@ async def generate_attempt(res: StageResources, attempt: TaskAttempt) -> Traject
 async def _generate(
     res: StageResources, task: Task, attempt: int, recorded: int | None
 ) -> Trajectory:
+    """One generation path: `attempt` picks the seed (attempt 0 is the build without
+    attempts), `recorded` goes into the provenance only in attempt builds, so K=1 builds
+    produce the same trajectories as before."""
     cfg = res.config
     clients = res.clients
     assert clients is not None
