@@ -1,4 +1,4 @@
-"""Which agent an evaluation runs: one spec string -> an `AgentPolicy` per task.
+"""Which agent (and simulated user) an evaluation runs: one spec string -> a policy per task.
 
 oracle            the task's gold plan (the answer key: pass^k must be 1.0)
 scripted:NAME     the runtime's scripted backend with a named responder
@@ -7,6 +7,8 @@ local             the embedded SmolLM2 model (generators.llm local backend)
 vllm:PATH         an in-process vLLM engine on a GPU
 openai:MODEL      an OpenAI-compatible endpoint (base URL from --base-url or the env)
 PATH              a local transformers model directory, prompted with its family template
+
+`trajforge eval --user llm --user-model SPEC` plays the user with the same kinds of model.
 """
 
 from __future__ import annotations
@@ -20,7 +22,12 @@ from pydantic import BaseModel, ConfigDict
 from trajforge.finetune.families import get_family
 from trajforge.finetune.tiny import saved_family
 from trajforge.generators.agent import AgentPolicy, LLMAgent, OracleAgent
+from trajforge.generators.tooling import Domain
+from trajforge.generators.user import LLMUser, ScriptedUser, UserSimulator
 from trajforge.schemas import LLMClient, SamplingParams, Task
+
+#: (task, its domain) -> the simulated user of one attempt.
+UserFactory = Callable[[Task, Domain], UserSimulator]
 
 AgentKind = Literal["oracle", "scripted", "local", "vllm", "openai", "transformers"]
 
@@ -83,3 +90,18 @@ def agent_factory(
     client = _client(spec, family, base_url)
     model = spec.target or spec.label
     return lambda task: LLMAgent(client, model, sampling)
+
+
+def user_factory(
+    spec: AgentSpec | None, family: str | None = None, base_url: str | None = None
+) -> UserFactory:
+    """The scripted user (spec None), or an LLM user on the model `spec` names (same grammar
+    as the agent's, oracle excepted); one client shared by every attempt, built here. The
+    user samples with `LLMUser`'s defaults, each attempt with its own seed."""
+    if spec is None:
+        return lambda task, domain: ScriptedUser(task)
+    if spec.kind == "oracle":
+        raise ValueError("--user-model: the oracle is an agent, not a user")
+    client = _client(spec, family, base_url)
+    model = spec.target or spec.label
+    return lambda task, domain: LLMUser(client, model, task, vocabulary=domain.vocabulary)

@@ -102,6 +102,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--max-tokens", type=int, default=512, help="per agent turn")
     ev.add_argument("--family", default=None, help="template family of model directories")
     ev.add_argument("--base-url", default=None, help="endpoint for openai:MODEL agents")
+    ev.add_argument(
+        "--user", choices=("scripted", "llm"), default="scripted", help="simulated user"
+    )
+    ev.add_argument(
+        "--user-model", default="local", help="model spec of --user llm (default: local)"
+    )
     ev.add_argument("--json", default=None, help="write the reports here (JSON)")
 
 
@@ -151,6 +157,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "max_tokens",
             "family",
             "base_url",
+            "user",
+            "user_model",
         )
     }
     cfg = load_model_config(EvalConfig, values)

@@ -1,22 +1,30 @@
 """Training conversations from a run directory, through one loader.
 
-Why one function: the dataset-products work adds a native `messages`+`tools` Parquet view; until
-it lands, conversations come from the `messages_json`/`tools_json` columns (OpenAI wire format,
-arguments as JSON strings) of `data/<split>-*.parquet`. Pointing `load_conversations` at the
-native view is the only change the rest of finetune needs.
+Why the view first: a build writes a `messages`+`tools` Parquet view for trainers
+(`views/messages/<split>-*.parquet`: native nested columns, tool-call `arguments` and tool
+`parameters` as JSON text that decodes to the exact objects), so the loader reads what
+every other trainer reads, without parsing the canonical wire-format strings. Runs built
+without that view (`output.views` lacking `messages`) fall back to the canonical
+`messages_json`/`tools_json` columns of `data/<split>-*.parquet`, normalised by the same
+training-message rule the view applies (`generators.prompts.training_message`), so both paths
+give identical conversations (tests/finetune/test_data_loader.py proves it on a real build).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from trajforge.schemas import Message, Task, ToolCall, Trajectory
+from trajforge.generators.prompts import training_message
+from trajforge.schemas import Difficulty, Message, Task, ToolCall, Trajectory
 
 COLUMNS = ("id", "messages_json", "tools_json")
+#: Where pipelines write the `messages` view (pipelines.shards.output_dir("messages")).
+MESSAGES_VIEW = "views/messages"
+VIEW_COLUMNS = ("id", "messages", "tools")
 
 
 class Conversation(BaseModel):
@@ -53,40 +61,104 @@ def message_from_wire(raw: dict[str, Any]) -> Message:
     )
 
 
-def split_files(run_dir: str | Path, split: str) -> list[Path]:
-    return sorted((Path(run_dir) / "data").glob(f"{split}-*.parquet"))
+def split_files(run_dir: str | Path, split: str, folder: str = "data") -> list[Path]:
+    return sorted((Path(run_dir) / folder).glob(f"{split}-*.parquet"))
 
 
-def load_conversations(run_dir: str | Path, split: str) -> list[Conversation]:
-    """Every conversation of `split` in the run directory, in file and row order."""
+def has_messages_view(run_dir: str | Path) -> bool:
+    return any((Path(run_dir) / MESSAGES_VIEW).glob("*.parquet"))
+
+
+def _decoded(value: Any) -> Any:
+    """A `datasets.Json` cell as pyarrow reads it (JSON text) -> the object it encodes."""
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def message_from_view(raw: dict[str, Any]) -> Message:
+    """A row's message of the `messages` view (arguments as JSON text) as a typed Message."""
+    calls = tuple(
+        ToolCall(
+            id=c["id"], name=c["function"]["name"], arguments=_decoded(c["function"]["arguments"])
+        )
+        for c in raw.get("tool_calls") or ()
+    )
+    return Message(
+        role=raw["role"], content=raw["content"], tool_calls=calls, tool_call_id=raw["tool_call_id"]
+    )
+
+
+def tool_from_view(raw: dict[str, Any]) -> dict[str, Any]:
+    fn = raw["function"]
+    return {"type": raw["type"], "function": {**fn, "parameters": _decoded(fn["parameters"])}}
+
+
+def _view_conversations(run_dir: str | Path, split: str) -> list[Conversation]:
     import pyarrow.parquet as pq
 
-    files = split_files(run_dir, split)
-    if not files and not (Path(run_dir) / "data").is_dir():
-        raise FileNotFoundError(f"{run_dir} has no data/ folder; is it a finished run directory?")
-    out: list[Conversation] = []
-    for path in files:
-        table = pq.read_table(path, columns=list(COLUMNS))
-        for row in table.to_pylist():
+    out = []
+    for path in split_files(run_dir, split, MESSAGES_VIEW):
+        for row in pq.read_table(path, columns=list(VIEW_COLUMNS)).to_pylist():
             out.append(
                 Conversation(
                     id=row["id"],
-                    messages=tuple(message_from_wire(m) for m in json.loads(row["messages_json"])),
+                    messages=tuple(message_from_view(m) for m in row["messages"]),
+                    tools=tuple(tool_from_view(t) for t in row["tools"]),
+                )
+            )
+    return out
+
+
+def _canonical_conversations(run_dir: str | Path, split: str) -> list[Conversation]:
+    import pyarrow.parquet as pq
+
+    out = []
+    for path in split_files(run_dir, split):
+        for row in pq.read_table(path, columns=list(COLUMNS)).to_pylist():
+            wire = (message_from_wire(m) for m in json.loads(row["messages_json"]))
+            out.append(
+                Conversation(
+                    id=row["id"],
+                    messages=tuple(m for w in wire if (m := training_message(w)) is not None),
                     tools=tuple(json.loads(row["tools_json"])),
                 )
             )
     return out
 
 
-def load_tasks(run_dir: str | Path, split: str = "golden") -> list[Task]:
-    """The tasks of a run's held-out split (`golden` when the build has one, else `split`)."""
+def load_conversations(
+    run_dir: str | Path, split: str, source: Literal["auto", "view", "canonical"] = "auto"
+) -> list[Conversation]:
+    """Every conversation of `split` in the run directory, in file and row order: from the
+    `messages` view when the run has one (`auto`), else from the canonical columns."""
+    if not (Path(run_dir) / "data").is_dir():
+        raise FileNotFoundError(f"{run_dir} has no data/ folder; is it a finished run directory?")
+    if source == "view" or (source == "auto" and has_messages_view(run_dir)):
+        return _view_conversations(run_dir, split)
+    return _canonical_conversations(run_dir, split)
+
+
+def _held_out(run_dir: str | Path, split: str) -> list[Trajectory]:
+    """One trajectory per task of the held-out split (`golden` when the build has one, else
+    `split`): a build with k attempts per task may keep several rows of one task."""
     import pyarrow.parquet as pq
 
     chosen = "golden" if split_files(run_dir, "golden") else split
-    tasks = []
+    by_task: dict[str, Trajectory] = {}
     for path in split_files(run_dir, chosen):
         for row in pq.read_table(path, columns=["trajectory_json"]).to_pylist():
-            tasks.append(Trajectory.model_validate_json(row["trajectory_json"]).task)
-    if not tasks:
+            trajectory = Trajectory.model_validate_json(row["trajectory_json"])
+            by_task.setdefault(trajectory.task.id, trajectory)
+    if not by_task:
         raise FileNotFoundError(f"{run_dir} has no {chosen} rows to evaluate on")
-    return tasks
+    return list(by_task.values())
+
+
+def load_tasks(run_dir: str | Path, split: str = "golden") -> list[Task]:
+    """The tasks of a run's held-out split, each once, in file and row order."""
+    return [t.task for t in _held_out(run_dir, split)]
+
+
+def load_task_difficulty(run_dir: str | Path, split: str = "golden") -> dict[str, Difficulty]:
+    """task id -> the build's measured difficulty (builds with `rollout.attempts` > 1), the
+    baseline an evaluated model is compared against; empty when the build measured none."""
+    return {t.task.id: t.difficulty for t in _held_out(run_dir, split) if t.difficulty}

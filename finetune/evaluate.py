@@ -1,8 +1,12 @@
 """Evaluate an agent in the simulated environments: k attempts per held-out task.
 
-Each attempt is a rollout (trajforge.generators.rollout) of the agent against the scripted
-simulated user and the domain's tool simulator, verified by the programmatic outcome check
-(state hash vs gold, expected outputs communicated, clean termination). Attempts run
+Each attempt is a rollout (trajforge.generators.rollout) of the agent against a simulated user
+(the scripted one, or an LLM user with `user: llm`) and the domain's tool simulator, verified by
+the programmatic outcome check (state hash vs gold, expected outputs communicated, clean
+termination) AND the domain's policy rules (verifiers/policy.py: authentication, confirmation
+before each write, ...), through the same gate as `trajforge verify` (verifiers/gate.py): an
+agent that reaches the gold state by breaking the policy fails, with the rule as its typed
+reason, and the report counts failing attempts per reason. Attempts run
 concurrently on the runtime's shared loop (`run_all`). Held-out tasks are the test split
 (or `golden`, when a build has one) of a run directory, or fresh tasks synthesised from seeds
 in their own namespace ("eval"), disjoint from any build's.
@@ -10,29 +14,40 @@ in their own namespace ("eval"), disjoint from any build's.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from trajforge.finetune.agents import AgentSpec, agent_factory
+from trajforge.finetune.agents import (
+    AgentSpec,
+    UserFactory,
+    agent_factory,
+    parse_agent,
+    user_factory,
+)
 from trajforge.finetune.metrics import GroupScore, score
 from trajforge.generators.agent import AgentPolicy
 from trajforge.generators.llm.concurrency import run_all
 from trajforge.generators.rollout import run_rollout
 from trajforge.generators.tooling import Domain
-from trajforge.generators.user import ScriptedUser
 from trajforge.schemas import (
     LLMError,
     Provenance,
     Rejected,
+    RejectionReason,
     SamplingParams,
     Task,
     Trajectory,
     derive_seed,
 )
-from trajforge.verifiers.outcome import verify_outcome
+from trajforge.verifiers.gate import gate_verdict
+from trajforge.verifiers.policy import PolicyFilter
+
+#: What an attempt must pass besides the outcome check: the domain's declared policy rules.
+CHECKS = (PolicyFilter(),)
 
 
 class EvalConfig(BaseModel):
@@ -51,11 +66,28 @@ class EvalConfig(BaseModel):
     max_tokens: int = Field(default=512, ge=1)
     family: str | None = None
     base_url: str | None = None
+    user: Literal["scripted", "llm"] = "scripted"
+    user_model: str = "local"  # `user: llm`: an agent spec (local, openai:MODEL, vllm:PATH, ...)
 
     @model_validator(mode="after")
     def _tasks_or_domain(self) -> EvalConfig:
         if self.tasks is not None and not Path(self.tasks).is_dir():
             raise ValueError(f"tasks: {self.tasks} is not a directory; give a finished run dir")
+        return self
+
+    @model_validator(mode="after")
+    def _user_model_is_a_model(self) -> EvalConfig:
+        if self.user != "llm":
+            return self
+        if self.user_model == "oracle":
+            raise ValueError(
+                "user_model: the oracle is an agent, not a user; give local, openai:MODEL, "
+                "vllm:PATH, scripted:RESPONDER or a model directory"
+            )
+        try:
+            parse_agent(self.user_model)
+        except ValueError as err:
+            raise ValueError(str(err).replace("--model", "user_model (--user-model)")) from None
         return self
 
 
@@ -65,7 +97,8 @@ class AttemptResult(BaseModel):
     task_id: str
     attempt: int
     passed: bool
-    reason: str  # the outcome verifier's reason, or the error that ended the attempt
+    reason: str  # what the checks said (or the error that ended the attempt)
+    failures: tuple[RejectionReason, ...] = ()  # typed: outcome and policy rules that failed
 
 
 class TaskResult(BaseModel):
@@ -77,6 +110,7 @@ class TaskResult(BaseModel):
     attempts: int
     successes: int
     reasons: tuple[str, ...]
+    failures: dict[str, int] = {}  # typed reason -> attempts of this task that failed it
 
 
 class EvalReport(BaseModel):
@@ -89,6 +123,9 @@ class EvalReport(BaseModel):
     by_complexity: dict[str, GroupScore]
     tasks: tuple[TaskResult, ...]
     tasks_skipped: dict[str, int] = {}  # fresh tasks not synthesised or verified: reason -> count
+    failures: dict[str, int] = {}  # typed reason -> failing attempts (one may fail several)
+    user: str = "scripted"
+    baseline: GroupScore | None = None  # the build agent's k attempts on these tasks, if any
 
 
 def held_out_tasks(cfg: EvalConfig, domain: Domain) -> tuple[list[Task], dict[str, int]]:
@@ -122,7 +159,13 @@ def fresh_tasks(
 
 
 async def _attempt(
-    task: Task, attempt: int, domain: Domain, agent: AgentPolicy, cfg: EvalConfig, label: str
+    task: Task,
+    attempt: int,
+    domain: Domain,
+    agent: AgentPolicy,
+    make_user: UserFactory,
+    cfg: EvalConfig,
+    label: str,
 ) -> AttemptResult:
     seed = derive_seed(task.id, "eval", attempt)
     try:
@@ -130,17 +173,25 @@ async def _attempt(
             task,
             domain,
             agent,
-            ScriptedUser(task),
+            make_user(task, domain),
             max_turns=cfg.max_turns,
             max_steps=cfg.max_steps,
             seed=seed,
             provenance=Provenance(models={"agent": label}, seeds={"eval": seed}),
         )
     except (LLMError, Rejected) as err:
-        return AttemptResult(task_id=task.id, attempt=attempt, passed=False, reason=f"error: {err}")
-    outcome = verify_outcome(trajectory, domain)
+        failure = err.reason if isinstance(err, Rejected) else "generation_failed"
+        return AttemptResult(
+            task_id=task.id, attempt=attempt, passed=False, reason=f"error: {err}",
+            failures=(failure,),
+        )  # fmt: skip
+    verdict = gate_verdict(trajectory, domain, CHECKS)
     return AttemptResult(
-        task_id=task.id, attempt=attempt, passed=outcome.passed, reason=outcome.reason
+        task_id=task.id,
+        attempt=attempt,
+        passed=verdict.kept,
+        reason="; ".join(f"{r.reason}: {r.detail}" for r in verdict.reasons) or "passed",
+        failures=tuple(r.reason for r in verdict.reasons),
     )
 
 
@@ -156,13 +207,24 @@ def _task_results(tasks: Sequence[Task], attempts: Sequence[AttemptResult]) -> l
             attempts=len(by_task[t.id]),
             successes=sum(a.passed for a in by_task[t.id]),
             reasons=tuple(a.reason for a in by_task[t.id]),
+            failures=_failure_counts(by_task[t.id]),
         )
         for t in tasks
     ]
 
 
+def _failure_counts(attempts: Sequence[AttemptResult]) -> dict[str, int]:
+    """Typed reason -> attempts failing it (each attempt counts a reason once)."""
+    counts = Counter(reason for a in attempts for reason in set(a.failures))
+    return dict(sorted(counts.items()))
+
+
 def build_report(
-    label: str, k: int, results: Sequence[TaskResult], skipped: dict[str, int] | None = None
+    label: str,
+    k: int,
+    results: Sequence[TaskResult],
+    skipped: dict[str, int] | None = None,
+    user: str = "scripted",
 ) -> EvalReport:
     """Scores overall, per task type (a task counts under each of its types), per complexity."""
     pairs = lambda rs: [(r.attempts, r.successes) for r in rs]  # noqa: E731
@@ -180,6 +242,8 @@ def build_report(
         by_complexity={c: score(pairs(rs), k) for c, rs in sorted(levels.items())},
         tasks=tuple(results),
         tasks_skipped=dict(skipped or {}),
+        failures=dict(sorted(sum((Counter(r.failures) for r in results), Counter()).items())),
+        user=user,
     )
 
 
@@ -195,13 +259,33 @@ def evaluate(
     make_agent: Callable[[Task], AgentPolicy] = agent_factory(
         spec, sampling, cfg.family, cfg.base_url
     )
+    user_spec = None if cfg.user == "scripted" else parse_agent(cfg.user_model)
+    make_user = user_factory(user_spec, cfg.family, cfg.base_url)
     works = [
-        (lambda t=task, a=attempt: _attempt(t, a, domain, make_agent(t), cfg, spec.label))
+        (
+            lambda t=task, a=attempt: _attempt(
+                t, a, domain, make_agent(t), make_user, cfg, spec.label
+            )
+        )
         for task in tasks
         for attempt in range(cfg.k)
     ]
     attempts = run_all(works, cfg.max_in_flight)
-    return build_report(spec.label, cfg.k, _task_results(tasks, attempts), skipped)
+    user = "scripted" if user_spec is None else f"llm:{user_spec.label}"
+    report = build_report(spec.label, cfg.k, _task_results(tasks, attempts), skipped, user)
+    return report.model_copy(update={"baseline": baseline_score(cfg, tasks)})
+
+
+def baseline_score(cfg: EvalConfig, tasks: Sequence[Task]) -> GroupScore | None:
+    """The difficulty a build measured on these tasks (`rollout.attempts` > 1) as a score:
+    how the build's own agent did, next to the evaluated one. pass^j up to the fewest attempts."""
+    if cfg.tasks is None:
+        return None
+    from trajforge.finetune.data import load_task_difficulty
+
+    measured = load_task_difficulty(cfg.tasks, cfg.split)
+    pairs = [(d.attempts, d.successes) for t in tasks if (d := measured.get(t.id))]
+    return score(pairs, min(n for n, _ in pairs)) if pairs else None
 
 
 def format_table(reports: Sequence[EvalReport]) -> str:
@@ -229,4 +313,21 @@ def format_table(reports: Sequence[EvalReport]) -> str:
             )
             cells.append("".join(f"{v:>9.3f}" for v in values) or f"{'-':>{9 * len(metrics)}}")
         lines.append(f"{name:<28}{tasks:>6}" + "".join("  " + c for c in cells))
-    return "\n".join(lines)
+    return "\n".join(lines + _failure_lines(reports))
+
+
+def _failure_lines(reports: Sequence[EvalReport]) -> list[str]:
+    """Failing attempts per typed reason (outcome parts, policy rules), one line per agent;
+    then the build's baseline difficulty on these tasks, when it measured one."""
+    lines = []
+    base = reports[0].baseline
+    if base is not None:
+        hats = " ".join(f"pass^{j} {v:.3f}" for j, v in base.pass_hat.items())
+        lines.append(
+            f"build agent's baseline ({base.tasks} of these tasks, k attempts in the build): "
+            f"success {base.success:.3f} {hats}"
+        )
+    for r in reports:
+        counts = ", ".join(f"{reason} {n}" for reason, n in r.failures.items()) or "none"
+        lines.append(f"failing attempts by reason, {r.agent} (user {r.user}): {counts}")
+    return ["", *lines]

@@ -4,30 +4,19 @@ With n attempts of a task and c successes:
 - pass^k = C(c, k) / C(n, k): the chance that k attempts drawn without replacement *all*
   succeed (reliability; tau2-bench's headline metric);
 - pass@k = 1 - C(n - c, k) / C(n, k): the chance that at least one of k succeeds.
-Both are averaged over tasks; k must not exceed n.
+Both are averaged over tasks; k must not exceed n. The per-task estimators live in
+`trajforge.schemas.difficulty` (builds label tasks with the same functions).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from math import comb
 
 from pydantic import BaseModel, ConfigDict
 
+from trajforge.schemas.difficulty import pass_at_k, pass_hat_k
 
-def pass_hat_k(n: int, c: int, k: int) -> float:
-    _check(n, c, k)
-    return comb(c, k) / comb(n, k)
-
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    _check(n, c, k)
-    return 1.0 - comb(n - c, k) / comb(n, k)
-
-
-def _check(n: int, c: int, k: int) -> None:
-    if not (0 <= c <= n and 1 <= k <= n):
-        raise ValueError(f"need 0 <= c <= n and 1 <= k <= n, got n={n} c={c} k={k}")
+__all__ = ["GroupScore", "pass_at_k", "pass_hat_k", "score"]
 
 
 class GroupScore(BaseModel):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from trajforge.generators.vocabulary import GENERIC_VOCABULARY, DomainVocabulary
-from trajforge.schemas import Persona, Task
+from trajforge.schemas import Message, Persona, Task
 
 STOP_TOKEN = "###STOP###"
 TRANSFER_TOKEN = "###TRANSFER###"
@@ -28,6 +28,22 @@ def strip_control_tokens(text: str | None) -> str | None:
     for token in SIMULATOR_TOKENS:
         text = text.replace(token, "")
     return text.strip()
+
+
+def training_message(message: Message) -> Message | None:
+    """A message as trainers get it (the `messages` view, and `finetune`'s loader on runs
+    without that view, so both give the same conversation): control tokens stripped; a user
+    turn left empty by that dropped (None); no text beside tool calls is None, not ""; no
+    `name` (a tool result is tied to its call by `tool_call_id`, which templates use)."""
+    content = strip_control_tokens(message.content)
+    if message.role == "user" and not content:
+        return None
+    return Message(
+        role=message.role,
+        content=content if content or not message.tool_calls else None,
+        tool_calls=message.tool_calls,
+        tool_call_id=message.tool_call_id,
+    )
 
 
 #: Marked sections a scripted responder can parse without knowing anything else of the prompt.

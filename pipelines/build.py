@@ -23,12 +23,18 @@ import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from trajforge.pipelines import io, shards, splits, stages
+from trajforge.pipelines import attempts, io, shards, splits, stages
 from trajforge.pipelines.card import dataset_card
 from trajforge.pipelines.config import BuildConfig, FailureConfig
 from trajforge.pipelines.preflight import LOCAL_RUNNERS
 from trajforge.pipelines.report import write_report
 from trajforge.pipelines.resources import StageResources
+from trajforge.pipelines.transforms.attempts import (
+    DIFFICULTY,
+    ExpandAttempts,
+    GroupAttempts,
+    WriteDifficulty,
+)
 from trajforge.pipelines.transforms.dedup import Dedup
 from trajforge.pipelines.transforms.outputs import WriteOutputs
 from trajforge.pipelines.transforms.routing import (
@@ -133,10 +139,16 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, run_dir: str) -> None:
             AsyncStageFn("baseline", with_llm, stages.no_tool_baseline_gate, in_flight),
         )
     generate_stage = "blueprint" if config.mode == "blueprint" else "rollout"
+    k, rolled_out, generate = config.rollout.attempts, tasks, stages.generate_trajectory
+    if k > 1:  # k attempts per task (rollout mode only; the config refuses blueprint)
+        tasks, generate = (
+            tasks | "ExpandAttempts" >> ExpandAttempts(k),
+            stages.generate_attempt,
+        )
     trajs = stage(
         tasks,
         "Generate",
-        AsyncStageFn(generate_stage, with_llm, stages.generate_trajectory, in_flight),
+        AsyncStageFn(generate_stage, with_llm, generate, in_flight),
     )
     trajs = stage(trajs, "VerifyOutcome", SyncStageFn("outcome", plain, stages.verify_outcome))
     if quality.judge.enabled:
@@ -146,6 +158,13 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, run_dir: str) -> None:
     trajs = stage(
         trajs, "ShortcutFilters", FilterStageFn("shortcut", plain, stages.shortcut_filters)
     )
+    if k > 1:
+        grouped = {"task": rolled_out, "passed": trajs} | "GroupAttempts" >> GroupAttempts(
+            k, run_dir
+        )
+        routed.append(grouped)
+        trajs = grouped[KEPT]
+        grouped[DIFFICULTY] | "WriteDifficulty" >> WriteDifficulty(run_dir, k)
     deduped = trajs | "Dedup" >> Dedup(quality.dedup, run_dir)
     routed.append(deduped)
     kept = deduped[KEPT]
@@ -263,7 +282,6 @@ def make_manifest(
             _, role, name = key.split(".", 2)
             llm.setdefault(role, {})[name] = value
     inputs = config.num_tasks
-    accounted = outputs["kept"] + outputs["rejected"] + outputs["dead_lettered"]
     return {
         "name": config.name,
         "config": config.model_dump(mode="json"),
@@ -273,13 +291,7 @@ def make_manifest(
         "runner": runner,
         "inputs": inputs,
         "outputs": outputs,
-        "accounting": {
-            "inputs": inputs,
-            "kept": outputs["kept"],
-            "rejected": outputs["rejected"],
-            "dead_lettered": outputs["dead_lettered"],
-            "holds": inputs == accounted,
-        },
+        "accounting": attempts.accounting(inputs, config.rollout.attempts, outputs),
         "stage_counts": {
             k: v
             for k, v in sorted(counters.items())
@@ -310,21 +322,27 @@ def run_build(config: BuildConfig, run_dir: str, beam_args: list[str]) -> BuildR
     shards.ensure_loadable(run_dir, [shards.CANONICAL, *config.output.views])
     outputs = io.count_outputs(run_dir)
     manifest = make_manifest(config, counters, outputs, time.monotonic() - started, runner)
-    for key, name in (("diversity", io.DIVERSITY_FILE), ("splits", io.SPLITS_FILE)):
+    for key, name in (
+        ("diversity", io.DIVERSITY_FILE),
+        ("splits", io.SPLITS_FILE),
+        ("difficulty", io.DIFFICULTY_FILE),
+    ):
         path = io.join(run_dir, name)
         if io.FileSystems.exists(path):
             manifest[key] = json.loads(io.read_text(path))
     manifest.setdefault("splits", {})["gap"] = splits.gap_table(io.split_metrics(run_dir))
+    attempts.add_split_difficulty(manifest, run_dir)
+    acc = manifest["accounting"]
     failure = None
-    if not manifest["accounting"]["holds"]:
+    if not acc["holds"]:
         failure = (
-            f"accounting identity failed: inputs={manifest['inputs']} but kept+rejected+"
-            f"dead_lettered={outputs['kept']}+{outputs['rejected']}+{outputs['dead_lettered']}"
+            f"accounting identity failed ({acc['unit']}s): inputs={acc['inputs']} but kept+"
+            f"rejected+dead_lettered={acc['kept']}+{acc['rejected']}+{acc['dead_lettered']}"
         )
     leakage = manifest["splits"].get("leakage", {})
     if not failure and leakage.get("total", 0):
         failure = f"split leakage: {leakage}"
-    failure = failure or failure_reason(outputs, config.num_tasks, config.failure)
+    failure = failure or failure_reason(outputs, acc["inputs"], config.failure)
     manifest["status"] = "failed" if failure else "succeeded"
     manifest["failure"] = failure
     io.write_text(io.join(run_dir, "manifest.json"), json.dumps(manifest, indent=2, sort_keys=True))

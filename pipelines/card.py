@@ -33,6 +33,10 @@ COLUMN_DOCS = {
     "trajectory_json": "the full trajforge Trajectory record (lossless)",
     "messages_json": "OpenAI wire format (arguments as JSON strings)",
     "split_keys": "leakage-cluster keys (task, template, entities)",
+    "attempts": "rollouts of this row's task (`rollout.attempts`; 0: not measured)",
+    "successes": "of those, how many passed every gate",
+    "pass_rate": "the task's difficulty: successes / attempts (null: not measured)",
+    "pass_hat_k": "tau2-bench pass^k for k = 1..attempts, estimated from successes",
 }
 
 
@@ -172,6 +176,7 @@ def _body(manifest: dict[str, Any], run_dir: str, on_disk: dict, tokens: dict | 
             _table(["stage", "reason", "rejected"], filters) if filters else "Nothing was rejected."
         ),
         _diversity(manifest),
+        _difficulty(manifest),
         _gap(manifest),
         _limitations(tokens),
     ]
@@ -184,6 +189,27 @@ def _diversity(manifest: dict[str, Any]) -> str:
         return "## Diversity and coverage\n\nNo kept rows, nothing to measure."
     rows = [[k, json.dumps(v, sort_keys=True)[:120]] for k, v in sorted(div.items())]
     return "## Diversity and coverage\n\n" + _table(["measure", "value"], rows)
+
+
+def _difficulty(manifest: dict[str, Any]) -> str:
+    """Baseline difficulty (rollout.attempts > 1): what the build's agent scored per task."""
+    d = manifest.get("difficulty")
+    if not d:
+        return ""
+    k = d["attempts_per_task"]
+    rows = [
+        ["tasks rolled out", d["tasks"]],
+        ["tasks without a passing attempt", d["tasks_without_passing_attempt"]],
+        ["mean pass rate", d["mean_pass_rate"]],
+        *([f"pass^{j}", v] for j, v in sorted(d["pass_hat_k"].items(), key=lambda x: int(x[0]))),
+        *([f"mean pass rate, {s} rows", v["mean_pass_rate"]] for s, v in d["by_split"].items()),
+    ]
+    return (
+        f"## Difficulty\n\nEach task was rolled out {k} times by the build's agent; rows carry "
+        "their task's `pass_rate` and `pass_hat_k` (weight or filter by them). Tasks without "
+        "a passing attempt are in `rejected/` (`no_passing_attempt`).\n\n"
+        + _table(["measure", "value"], rows)
+    )
 
 
 def _gap(manifest: dict[str, Any]) -> str:

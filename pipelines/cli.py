@@ -123,6 +123,18 @@ def _retries(manifest: dict) -> int:
     return sum(v for role in roles for k, v in role.items() if k.startswith("retries."))
 
 
+def _attempt_lines(acc: dict) -> list[str]:
+    """With `rollout.attempts` K > 1 the identity counts attempts (tasks x K), not tasks."""
+    if acc.get("unit") != "attempt":
+        return []
+    return [
+        f"{'attempts (tasks x ' + str(acc['attempts_per_task']) + ')':<44}{acc['inputs']:>8}",
+        f"{'attempts rejected (incl. refused tasks x K)':<44}{acc['rejected']:>8}",
+        f"{'attempts dead-lettered':<44}{acc['dead_lettered']:>8}",
+        f"{'tasks without a passing attempt':<44}{acc['tasks_without_passing_attempt']:>8}",
+    ]
+
+
 def summary_table(manifest: dict) -> str:
     out = manifest["outputs"]
     lines = [
@@ -134,6 +146,7 @@ def summary_table(manifest: dict) -> str:
         *(f"{'kept: ' + s:<44}{v['rows']:>8}" for s, v in out["splits"].items()),
         f"{'rejected':<44}{out['rejected']:>8}",
         f"{'dead-lettered':<44}{out['dead_lettered']:>8}",
+        *_attempt_lines(manifest["accounting"]),
         f"{'accounting identity holds':<44}{str(manifest['accounting']['holds']):>8}",
         f"{'LLM calls (cached)':<44}"
         f"{manifest['tokens'].get('llm_calls', 0):>8} ({manifest['tokens'].get('cached_calls', 0)})",
@@ -170,12 +183,23 @@ def cmd_build(args: argparse.Namespace, beam_args: list[str]) -> int:
             update={"cache": config.cache.model_copy(update={"enabled": False})}
         )
     output = args.output.rstrip("/")
+    rollout = config.rollout
+    if rollout.attempts > 1 and rollout.agent == "llm" and config.sampling.temperature == 0:
+        print(  # the attempts differ only through the seeds the backend may ignore at t=0
+            f"note: rollout.attempts {rollout.attempts} at sampling.temperature 0 repeats "
+            "greedy decoding; set a temperature for distinct attempts and a meaningful pass rate"
+        )
     preflight(config, output, beam_args, _our_flags("build"))
     prepare_run_dir(output, config.config_hash(), args.resume, args.overwrite, args.clear_cache)
     beam_args = with_default_runner(beam_args)
     local = "://" not in output
     try:
-        with ProgressReporter(output, config.num_tasks, enabled=local and not args.no_progress):
+        with ProgressReporter(
+            output,
+            config.num_tasks,
+            enabled=local and not args.no_progress,
+            attempts=config.rollout.attempts,
+        ):
             result = run_build(config, output, beam_args)
     except BuildFailed as failed:
         print(summary_table(failed.manifest))

@@ -32,10 +32,15 @@ class RolesConfig(_Config):
 
 
 class RolloutConfig(_Config):
+    """`attempts: K` rolls each task out K times (seeds derive_seed(task id, mode, attempt)),
+    keeps the distinct passing attempts and labels rows with the task's pass rate and pass^k
+    (pipelines/attempts.py). Sample with temperature > 0, or every attempt is the same."""
+
     max_turns: int = Field(default=20, ge=1, le=200)
     max_steps: int = Field(default=40, ge=1, le=500)
     user: Literal["llm", "scripted"] = "llm"
     agent: Literal["llm", "oracle"] = "llm"
+    attempts: int = Field(default=1, ge=1, le=64)
 
 
 class BlueprintConfig(_Config):
@@ -251,6 +256,16 @@ class BuildConfig(_Config):
             raise ValueError(
                 "set exactly one of `domain: <name>` and `domains: {<name>: <weight>, ...}`"
                 + (" (both are set)" if self.domain is not None else " (neither is set)")
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _attempts_need_rollout(self) -> BuildConfig:
+        if self.rollout.attempts > 1 and self.mode != "rollout":
+            raise ValueError(
+                f"rollout.attempts: {self.rollout.attempts} needs `mode: rollout`; blueprint mode "
+                "executes the gold plan, so every attempt would pass and measure nothing (set "
+                "mode: rollout, or drop rollout.attempts)"
             )
         return self
 

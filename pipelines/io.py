@@ -24,6 +24,8 @@ REPORT_FILE = "report.html"
 SUCCESS_MARKER = "_SUCCESS"
 DATA_DIR, REJECTED_DIR, DEAD_LETTER_DIR = "data", "rejected", "dead_letter"
 DIVERSITY_FILE = "diversity.json"
+DIFFICULTY_FILE = "difficulty.json"  # rollout.attempts > 1: the tasks' pass rates
+DIFFICULTY_DIR = "difficulty"  # ... and one line per task
 
 
 def join(base: str, *parts: str) -> str:
@@ -43,13 +45,19 @@ def _arrow_type(annotation: Any) -> pa.DataType:
     return pa.string()  # str and Literal[...] of strings
 
 
+def _arrow_field(name: str, annotation: Any) -> pa.Field:
+    """`X | None` is a nullable column of X (e.g. `pass_rate`, unmeasured in most builds)."""
+    args = get_args(annotation)
+    if type(None) in args:
+        (inner,) = (a for a in args if a is not type(None))
+        return pa.field(name, _arrow_type(inner), nullable=True)
+    return pa.field(name, _arrow_type(annotation), nullable=False)
+
+
 def dataset_arrow_schema() -> pa.Schema:
     """Arrow schema of DatasetRecord, derived from the record so the two never drift."""
     return pa.schema(
-        [
-            pa.field(name, _arrow_type(field.annotation), nullable=False)
-            for name, field in DatasetRecord.model_fields.items()
-        ]
+        [_arrow_field(name, field.annotation) for name, field in DatasetRecord.model_fields.items()]
     )
 
 

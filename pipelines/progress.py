@@ -107,7 +107,10 @@ class StageProgress(BaseModel):
         return (self.prepared + self.done) / max(2 * total, 1)
 
     @classmethod
-    def of(cls, counters: Mapping[str, int]) -> StageProgress:
+    def of(cls, counters: Mapping[str, int], attempts: int = 1) -> StageProgress:
+        """`attempts`: rollouts per task (`rollout.attempts`); generation counts in attempts,
+        so `done` divides them back into tasks."""
+
         def dropped(stage: str) -> int:
             return sum(
                 v
@@ -130,7 +133,8 @@ class StageProgress(BaseModel):
             + counters.get("tokens.completion_tokens", 0),
             prepared=counters.get("verify_task.kept", 0)
             + sum(dropped(s) for s in PREPARATION_STAGES),
-            done=generated + sum(dropped(s) for s in GENERATION_STAGES),
+            done=(generated + dropped("rollout")) // attempts
+            + sum(dropped(s) for s in GENERATION_STAGES if s != "rollout"),
         )
 
     def stages_text(self) -> str:
@@ -192,9 +196,11 @@ class ProgressReporter:
         plain: bool | None = None,
         plain_every_s: float = 20.0,
         stream: TextIO | None = None,
+        attempts: int = 1,
     ):
         self.run_dir = run_dir
         self.total = total
+        self.attempts = attempts
         self.enabled = enabled
         self.plain = (not sys.stdout.isatty()) if plain is None else plain
         self.plain_every_s = plain_every_s
@@ -231,7 +237,7 @@ class ProgressReporter:
         while True:
             stopping = self._stop.wait(0.5)
             now = time.monotonic()
-            progress = StageProgress.of(read_totals(self.run_dir))
+            progress = StageProgress.of(read_totals(self.run_dir), self.attempts)
             text = progress.stages_text()
             if (stopping or now - last_at >= self.plain_every_s) and text != last_text:
                 print(self.line(progress, now - started), file=out, flush=True)
@@ -250,7 +256,7 @@ class ProgressReporter:
         ) as bar:
             while True:
                 stopping = self._stop.wait(0.5)
-                progress = StageProgress.of(read_totals(self.run_dir))
+                progress = StageProgress.of(read_totals(self.run_dir), self.attempts)
                 elapsed = time.monotonic() - started
                 bar.n = progress.prepared + progress.done
                 bar.set_postfix_str(

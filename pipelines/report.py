@@ -185,6 +185,11 @@ def render_report(run_dir: str) -> str:
         + bars(data["traits"], "persona trait values")
         + "</div>",
         "<h2>Diversity</h2>" + _kv_table(manifest.get("diversity") or {"kept": 0}),
+        (
+            "<h2>Difficulty (k attempts per task)</h2>" + _kv_table(manifest["difficulty"])
+            if manifest.get("difficulty")
+            else ""
+        ),
         "<h2>Splits and leakage</h2>"
         + _kv_table({k: v for k, v in manifest.get("splits", {}).items()}),
         "<h2>Tokens and cost</h2>" + _kv_table(manifest.get("tokens") or {"llm_calls": 0}),

@@ -7,6 +7,7 @@ Each takes the worker's `StageResources` and one element and returns the next re
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from trajforge.pipelines.resources import StageResources
 from trajforge.schemas import (
@@ -19,6 +20,9 @@ from trajforge.schemas import (
     derive_seed,
 )
 from trajforge.verifiers.protocol import TrajectoryFilter
+
+if TYPE_CHECKING:
+    from trajforge.pipelines.attempts import TaskAttempt
 
 
 def _trajforge_version() -> str:
@@ -51,11 +55,14 @@ def verify_task(res: StageResources, task: Task) -> Task:
     return verify(res.domain_for(task.domain), task)
 
 
-def _provenance(res: StageResources, task: Task, seed: int) -> Provenance:
+def _provenance(res: StageResources, task: Task, seed: int, attempt: int | None) -> Provenance:
     assert res.clients is not None
+    seeds = {"build": res.config.seed, "generate": seed}
+    if attempt is not None:
+        seeds["attempt"] = attempt
     return Provenance(
         models=dict(res.clients.models),
-        seeds={"build": res.config.seed, "generate": seed},
+        seeds=seeds,
         config_hash=res.config.config_hash(),
         trajforge_version=TRAJFORGE_VERSION,
     )
@@ -63,11 +70,25 @@ def _provenance(res: StageResources, task: Task, seed: int) -> Provenance:
 
 async def generate_trajectory(res: StageResources, task: Task) -> Trajectory:
     """Rollout (live agent vs simulated user) or blueprint (gold skeleton, verbalised)."""
+    return await _generate(res, task, 0, None)
+
+
+async def generate_attempt(res: StageResources, attempt: TaskAttempt) -> Trajectory:
+    """One of `rollout.attempts` rollouts of a task: its own seed, its index in provenance."""
+    return await _generate(res, attempt.task, attempt.attempt, attempt.attempt)
+
+
+async def _generate(
+    res: StageResources, task: Task, attempt: int, recorded: int | None
+) -> Trajectory:
+    """One generation path: `attempt` picks the seed (attempt 0 is the build without
+    attempts), `recorded` goes into the provenance only in attempt builds, so K=1 builds
+    produce the same trajectories as before."""
     cfg = res.config
     clients = res.clients
     assert clients is not None
-    seed = derive_seed(task.id, cfg.mode, 0)
-    provenance = _provenance(res, task, seed)
+    seed = derive_seed(task.id, cfg.mode, attempt)
+    provenance = _provenance(res, task, seed, recorded)
     domain = res.domain_for(task.domain)
     if cfg.mode == "blueprint":
         from trajforge.generators.blueprint import run_blueprint
@@ -134,6 +155,24 @@ def _exported(message: Message) -> dict:
     return out
 
 
+def exported_messages(trajectory: Trajectory) -> list[dict]:
+    """The messages as exported (`messages_json`): what two attempts are compared by."""
+    return [_exported(m) for m in trajectory.messages]
+
+
+def _difficulty_columns(trajectory: Trajectory) -> dict:
+    """attempts, successes, pass_rate, pass_hat_k: unmeasured (0, 0, None, ()) without K > 1."""
+    d = trajectory.difficulty
+    if d is None:
+        return {}
+    return {
+        "attempts": d.attempts,
+        "successes": d.successes,
+        "pass_rate": d.pass_rate,
+        "pass_hat_k": d.pass_hat_k,
+    }
+
+
 def to_dataset_record(res: StageResources, trajectory: Trajectory) -> DatasetRecord:
     """The exported row: OpenAI-format messages and tools, plus what filtering needs. The split
     is assigned later, per leakage cluster, from `split_keys` (pipelines/splits.py)."""
@@ -155,7 +194,7 @@ def to_dataset_record(res: StageResources, trajectory: Trajectory) -> DatasetRec
         complexity=task.intent.complexity,
         persona_id=task.persona.id,
         mode=trajectory.mode,
-        messages_json=json.dumps([_exported(m) for m in trajectory.messages], sort_keys=True),
+        messages_json=json.dumps(exported_messages(trajectory), sort_keys=True),
         tools_json=json.dumps(
             [s.openai_schema() for s in res.domain_for(task.domain).toolbox.specs],
             sort_keys=True,
@@ -169,6 +208,7 @@ def to_dataset_record(res: StageResources, trajectory: Trajectory) -> DatasetRec
         trajectory_json=trajectory.to_json(),
         template_id=template_id(trajectory),
         split_keys=record_keys(trajectory, splits.group_by, splits.shared_entities),
+        **_difficulty_columns(trajectory),
     )
 
 

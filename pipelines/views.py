@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from datasets import Features, Json, List, Value
 
-from trajforge.generators.prompts import strip_control_tokens
+from trajforge.generators.prompts import training_message
 from trajforge.schemas import DatasetRecord, Message, Trajectory
 
 ViewName = Literal["messages", "step_prefix", "steps", "sharegpt"]
@@ -52,10 +52,19 @@ _TOOL = {
     "function": {"name": Value("string"), "description": Value("string"), "parameters": Json()},
 }
 _KEYS = {"id": Value("string"), "task_id": Value("string"), "domain": Value("string")}
+#: The task's difficulty (`rollout.attempts` > 1; null / empty when unmeasured): trainers
+#: weight or filter training rows by it.
+_DIFFICULTY = {"pass_rate": Value("float64"), "pass_hat_k": List(Value("float64"))}
 
 FEATURES: dict[ViewName, Features] = {
     "messages": Features(
-        {**_KEYS, "messages": List(_MESSAGE), "tools": List(_TOOL), "num_tokens": Value("int64")}
+        {
+            **_KEYS,
+            "messages": List(_MESSAGE),
+            "tools": List(_TOOL),
+            "num_tokens": Value("int64"),
+            **_DIFFICULTY,
+        }
     ),
     "step_prefix": Features(
         {
@@ -65,6 +74,7 @@ FEATURES: dict[ViewName, Features] = {
             "completion": List(_MESSAGE),
             "tools": List(_TOOL),
             "num_tokens": Value("int64"),
+            **_DIFFICULTY,
         }
     ),
     "steps": Features(
@@ -83,6 +93,7 @@ FEATURES: dict[ViewName, Features] = {
             "state_match": Value("bool"),
             "outputs_communicated": Value("bool"),
             "judge_scores": Json(),
+            **_DIFFICULTY,
         }
     ),
     "sharegpt": Features(
@@ -98,9 +109,9 @@ FEATURES: dict[ViewName, Features] = {
 
 def chat_message(message: Message) -> dict[str, Any] | None:
     """One message in the HF chat shape with arguments as dicts; None when only a control
-    token was said (the turn is dropped)."""
-    content = strip_control_tokens(message.content)
-    if message.role == "user" and not content:
+    token was said (the turn is dropped). The rule is `training_message`'s."""
+    trained = training_message(message)
+    if trained is None:
         return None
     calls = [
         {
@@ -108,13 +119,13 @@ def chat_message(message: Message) -> dict[str, Any] | None:
             "type": "function",
             "function": {"name": c.name, "arguments": dict(c.arguments)},
         }
-        for c in message.tool_calls
+        for c in trained.tool_calls
     ]
     return {
-        "role": message.role,
-        "content": content if content or not calls else None,
+        "role": trained.role,
+        "content": trained.content,
         "tool_calls": calls or None,
-        "tool_call_id": message.tool_call_id,
+        "tool_call_id": trained.tool_call_id,
     }
 
 
@@ -133,6 +144,10 @@ def _keys(record: DatasetRecord) -> dict[str, Any]:
     return {"id": record.id, "task_id": record.task_id, "domain": record.domain}
 
 
+def _difficulty(record: DatasetRecord) -> dict[str, Any]:
+    return {"pass_rate": record.pass_rate, "pass_hat_k": list(record.pass_hat_k)}
+
+
 def _trajectory(record: DatasetRecord) -> Trajectory:
     return Trajectory.from_json(record.trajectory_json)
 
@@ -149,6 +164,7 @@ def messages_rows(record: DatasetRecord) -> list[dict[str, Any]]:
             "messages": messages,
             "tools": tools,
             "num_tokens": estimate_tokens(messages, tools),
+            **_difficulty(record),
         }
     ]
 
@@ -169,6 +185,7 @@ def step_prefix_rows(record: DatasetRecord) -> list[dict[str, Any]]:
                 "completion": [message],
                 "tools": tools,
                 "num_tokens": estimate_tokens(prompt, [message], tools),
+                **_difficulty(record),
             }
         )
     return rows
@@ -198,6 +215,7 @@ def steps_rows(record: DatasetRecord) -> list[dict[str, Any]]:
             "state_match": bool(outcome and outcome.state_match),
             "outputs_communicated": bool(outcome and outcome.outputs_communicated),
             "judge_scores": scores,
+            **_difficulty(record),
         }
         for i, step in enumerate(trajectory.steps)
     ]

@@ -3,6 +3,7 @@
 from trajforge.schemas.base import SCHEMA_VERSION, Record, canonical_json, content_hash, derive_seed
 from trajforge.schemas.dataset import DatasetRecord, Split
 from trajforge.schemas.dead_letter import DeadLetter
+from trajforge.schemas.difficulty import Difficulty, pass_at_k, pass_hat_k
 from trajforge.schemas.judgement import (
     BUILTIN_REASONS,
     AxisScore,
@@ -58,6 +59,9 @@ __all__ = [
     "derive_seed",
     "DatasetRecord",
     "DeadLetter",
+    "Difficulty",
+    "pass_at_k",
+    "pass_hat_k",
     "Split",
     "AxisScore",
     "CriterionResult",

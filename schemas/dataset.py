@@ -31,3 +31,8 @@ class DatasetRecord(Record):
     template_id: str = ""  # domain/task types/complexity: the task's template
     split_keys: tuple[str, ...] = ()  # cluster keys that must not straddle splits
     cluster_id: str = ""  # the leakage cluster the split was assigned by
+    # Difficulty (rollout builds with `rollout.attempts` K > 1; unmeasured: 0, 0, None, []):
+    attempts: int = 0  # K rollouts of this row's task
+    successes: int = 0  # how many of them passed every gate
+    pass_rate: float | None = None  # successes / attempts
+    pass_hat_k: tuple[float, ...] = ()  # pass^k for k = 1..K (tau2-bench), from successes of K

@@ -37,6 +37,7 @@ Stage = Literal[
     "outcome",
     "judge",
     "shortcut",
+    "attempts",
     "dedup",
     "split",
 ]
@@ -90,6 +91,10 @@ BuiltinReason = Literal[
     "policy.one_write_per_confirmation",
     "policy.status_not_allowed",
     "policy.needless_transfer",
+    # k attempts per task (rollout.attempts): a passing attempt whose messages repeat an
+    # earlier one of its task, and a task no attempt of which passed (its pass rate recorded)
+    "duplicate_attempt",
+    "no_passing_attempt",
     # dedup
     "exact_duplicate",
     "near_duplicate",

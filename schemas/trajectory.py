@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from trajforge.schemas.base import SCHEMA_VERSION, Record
+from trajforge.schemas.difficulty import Difficulty
 from trajforge.schemas.judgement import Judgement
 from trajforge.schemas.sanitize import SafeText
 from trajforge.schemas.task import Task
@@ -115,6 +116,7 @@ class Trajectory(Record):
     cost: Cost = Cost()
     provenance: Provenance
     verbalisation: VerbalisationStats | None = None  # blueprint mode only
+    difficulty: Difficulty | None = None  # rollout.attempts > 1: the task's pass rate
 
     ID_EXCLUDE = frozenset(
         {
@@ -125,6 +127,7 @@ class Trajectory(Record):
             "schema_version",
             "provenance",
             "verbalisation",
+            "difficulty",
         }
     )
 

@@ -62,3 +62,17 @@ def test_bar_mode_draws_stage_counts(tmp_path):
         time.sleep(0.8)
     text = out.getvalue()
     assert "62%" in text and "generated 4" in text and "calls/s" in text
+
+
+def test_progress_counts_k_attempts_back_into_tasks():
+    """With rollout.attempts K, generation reports attempts: `done` divides them into tasks."""
+    counters = {
+        "synthesize.kept": 4,
+        "verify_task.kept": 4,
+        "rollout.kept": 5,
+        "rollout.dead_letter": 1,  # 6 attempts of K=2 past generation: 3 tasks
+        "baseline.rejected.shortcut_prone_task": 1,
+    }
+    p = StageProgress.of(counters, attempts=2)
+    assert p.done == 3 + 1 and p.fraction(4) == (4 + 4) / 8
+    assert StageProgress.of(counters).done == 6 + 1
