@@ -1,0 +1,73 @@
+"""Bounded LSH buckets as a Beam composite, and the scale counters the manifest reports.
+
+    (key, (refiner, member)) -> count per key -> oversized keys (side input, small)
+                             -> key refined by the refiner's low bits -> GroupByKey
+                             -> (bucket key, [members]) with at most ~cap members
+
+Only the keys over `cap` travel as a side input (at most records x bands / cap of them), so no
+worker holds every key; each bucket is then held whole by the one worker that checks it.
+"""
+
+from __future__ import annotations
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+
+#: Counters about dedup's own cost (candidate pairs, bucket sizes): kept out of the stage
+#: counters' namespace so progress and accounting never mistake them for records.
+SCALE_NAMESPACE = "trajforge.scale"
+
+
+def scale_counter(name: str):
+    return Metrics.counter(SCALE_NAMESPACE, name)
+
+
+def scale_distribution(name: str):
+    return Metrics.distribution(SCALE_NAMESPACE, name)
+
+
+def _refine(item, oversized: dict, cap: int):
+    from trajforge.verifiers.buckets import refine_depth, refined_key
+
+    key, (refiner, member) = item
+    depth = refine_depth(oversized.get(key, 0), cap)
+    return refined_key(key, refiner, depth), member
+
+
+class BoundedBuckets(beam.PTransform):
+    """(key, (refiner, member)) -> (bucket key, iterable of members), buckets of ~`cap`."""
+
+    def __init__(self, cap: int, metric_prefix: str):
+        super().__init__()
+        self.cap = cap
+        self.prefix = metric_prefix
+
+    def expand(self, keyed):
+        cap = self.cap
+        sizes = scale_distribution(f"{self.prefix}.bucket_size")
+        refined_keys = scale_counter(f"{self.prefix}.refined_keys")
+
+        def oversized(kv):
+            if kv[1] > cap:
+                refined_keys.inc()
+                return True
+            return False
+
+        big = (
+            keyed
+            | "KeyOnly" >> beam.Map(lambda kv: (kv[0], None))
+            | "CountPerKey" >> beam.combiners.Count.PerKey()
+            | "Oversized" >> beam.Filter(oversized)
+        )
+
+        def measured(kv):
+            members = list(kv[1])
+            sizes.update(len(members))
+            return kv[0], members
+
+        return (
+            keyed
+            | "Refine" >> beam.Map(_refine, beam.pvalue.AsDict(big), cap)
+            | "GroupByBucket" >> beam.GroupByKey()
+            | "Measure" >> beam.Map(measured)
+        )

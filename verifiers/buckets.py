@@ -1,0 +1,112 @@
+"""Bounded LSH buckets, duplicate-pair resolution and bounded samples: the pure logic behind
+the scalable dedup and diversity transforms (no Beam here; pipelines/transforms wires it).
+
+Why bound buckets: on templated data most records share LSH bands (the template dominates the
+text and the embedding), so one band key can hold thousands of records. Grouping them on one
+worker makes memory and candidate pairs grow with the dataset. A bucket above `cap` members is
+split by a *refiner*: a second similarity-preserving hash of the record (a MinHash slot of the
+content values, or further random-hyperplane bits), so near duplicates still meet while the
+template-only look-alikes spread out. The refinement depth is chosen from the bucket's count
+(a cheap Beam count per key), so buckets hold about `cap` members whatever the build size and
+candidate pairs grow linearly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+#: Refinement never splits a bucket into more than 2**MAX_DEPTH sub-buckets.
+MAX_DEPTH = 20
+
+
+def refine_depth(count: int, cap: int) -> int:
+    """Bits of refiner to add to a key holding `count` records so that sub-buckets hold about
+    `cap / 2` records when the refiner spreads them evenly (0 when the bucket already fits).
+    The extra bit leaves room for refiners that spread unevenly (similar content clumps)."""
+    if count <= cap:
+        return 0
+    return min(MAX_DEPTH, math.ceil(math.log2(count / cap)) + 1)
+
+
+def refined_key(key: str, refiner: int, depth: int) -> str:
+    """`key` unchanged at depth 0, else `key/<depth>:<low depth bits of refiner>`."""
+    if depth == 0:
+        return key
+    return f"{key}/{depth}:{refiner & ((1 << depth) - 1)}"
+
+
+def chunks(ids: Sequence[str], cap: int) -> list[list[str]]:
+    """A bucket that is still over `cap` after refinement, cut into id-ordered chunks of at most
+    `cap` (deterministic; pairs across chunks are not compared, which the scale counters show)."""
+    ordered = sorted(ids)
+    return [ordered[i : i + cap] for i in range(0, len(ordered), cap)] or [[]]
+
+
+def mix64(value: int) -> int:
+    """splitmix64 finaliser on a Python int: a MinHash minimum is skewed towards small values;
+    mixing it makes its low bits uniform, so they can pick a sub-bucket."""
+    x = value & 0xFFFFFFFFFFFFFFFF
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    return x ^ (x >> 31)
+
+
+# ---------------------------------------------------------------------------------------------
+# Random-hyperplane LSH over embeddings (semantic dedup)
+
+
+def hyperplanes(dim: int, count: int, seed: int) -> np.ndarray:
+    """`count` random hyperplane normals (dim x count), the same on every worker for a seed."""
+    rng = np.random.Generator(np.random.PCG64(seed))
+    return rng.standard_normal((dim, count)).astype(np.float32)
+
+
+def pack_bits(bits: np.ndarray) -> int:
+    """Booleans -> int with bit i = bits[i], so the low `d` bits are the first `d` planes."""
+    return int(sum(1 << i for i, b in enumerate(bits.tolist()) if b))
+
+
+def hyperplane_bands(
+    vector: np.ndarray, planes: np.ndarray, bands: int, rows: int
+) -> list[tuple[int, int, int]]:
+    """(band, band bits, refiner bits) per band. Two vectors at angle θ agree on each bit with
+    probability 1 - θ/π, so a band matches with (1 - θ/π)**rows. The planes after the
+    `bands * rows` band planes are split evenly into each band's refiner."""
+    bits = (np.asarray(vector, dtype=np.float32) @ planes) >= 0
+    head = bands * rows
+    extra = (len(bits) - head) // bands
+    out = []
+    for band in range(bands):
+        key_bits = pack_bits(bits[band * rows : (band + 1) * rows])
+        refiner = pack_bits(bits[head + band * extra : head + (band + 1) * extra])
+        out.append((band, key_bits, refiner))
+    return out
+
+
+def band_match_probability(cosine: float, rows: int, bands: int) -> float:
+    """P(two vectors at `cosine` share at least one band): the recall of the candidate step."""
+    p = 1.0 - math.acos(max(-1.0, min(1.0, cosine))) / math.pi
+    return 1.0 - (1.0 - p**rows) ** bands
+
+
+# ---------------------------------------------------------------------------------------------
+# Pairs -> drops, and bounded samples
+
+
+def pair_flag(pair: tuple[str, str], reason: str) -> tuple[str, tuple[str, str]]:
+    """(larger id, (reason, smaller id)): a verified pair flags its larger id. Each record is
+    then decided from its own flags (grouped by id, smallest partner wins), so no worker ever
+    holds every pair, and the smallest id of each cluster always stays."""
+    a, b = pair
+    return (b, (reason, a)) if a < b else (a, (reason, b))
+
+
+def sample_rank(record_id: str, seed: int = 0) -> int:
+    """A record's place in the deterministic sample order: the k smallest ranks are a uniform
+    sample of size k that every worker and every rerun agrees on."""
+    digest = hashlib.blake2b(f"{seed}:{record_id}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little")
