@@ -71,3 +71,31 @@ class BoundedBuckets(beam.PTransform):
             | "GroupByBucket" >> beam.GroupByKey()
             | "Measure" >> beam.Map(measured)
         )
+
+
+def scale_report(result) -> dict[str, dict[str, int]]:
+    """Dedup's cost counters from a finished pipeline, for the manifest: candidate and verified
+    pairs, refined keys, and bucket sizes (count / max / mean) per LSH family."""
+    from apache_beam.metrics.metric import MetricsFilter
+
+    try:
+        found = result.metrics().query(MetricsFilter().with_namespace(SCALE_NAMESPACE))
+    except Exception:  # noqa: BLE001 - some runners cannot report metrics
+        return {}
+    out: dict[str, dict[str, int]] = {}
+    for c in found["counters"]:
+        family, name = c.key.metric.name.split(".", 1)
+        value = c.committed if c.committed is not None else c.attempted
+        out.setdefault(family, {})[name] = out.get(family, {}).get(name, 0) + int(value or 0)
+    for d in found["distributions"]:
+        family, name = d.key.metric.name.split(".", 1)
+        data = d.committed if d.committed is not None else d.attempted
+        if data is not None and data.count:
+            out.setdefault(family, {}).update(
+                {
+                    f"{name}_buckets": data.count,
+                    f"{name}_max": data.max,
+                    f"{name}_mean": round(data.sum / data.count, 2),
+                }
+            )
+    return out
