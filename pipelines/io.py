@@ -106,6 +106,13 @@ def parquet_rows(path: str) -> int:
         return pq.ParquetFile(f).metadata.num_rows
 
 
+def iter_parquet(path: str, columns: list[str], batch_rows: int = 1024) -> Iterator[dict]:
+    """Rows of `columns`, read a batch at a time: a shard can hold hundreds of MB."""
+    with FileSystems.open(path) as f:
+        for batch in pq.ParquetFile(f).iter_batches(batch_size=batch_rows, columns=columns):
+            yield from batch.to_pylist()
+
+
 def jsonl_records(run_dir: str, sub: str) -> Iterator[dict[str, Any]]:
     """Records of every shard of `sub`, streamed line by line (shards can be large)."""
     for path in matching(join(run_dir, sub, "*.jsonl")):
@@ -128,17 +135,15 @@ def jsonl_counts(run_dir: str, sub: str) -> dict[tuple[str, str], int]:
     return counts
 
 
-def split_metrics(run_dir: str) -> list[dict[str, Any]]:
-    """split, turns, tool calls and judge scores of every kept row (the gap table's input)."""
-    rows = []
+def split_metrics(run_dir: str) -> Iterator[dict[str, Any]]:
+    """split, turns, tool calls and judge scores of every kept row (the gap table's input),
+    streamed."""
     columns = ["split", "num_turns", "num_tool_calls", "judge_scores_json"]
     for split in SPLITS:
         for path in split_files(run_dir, split):
-            with FileSystems.open(path) as f:
-                for r in pq.read_table(f, columns=columns).to_pylist():
-                    r["judge_scores"] = json.loads(r.pop("judge_scores_json"))
-                    rows.append(r)
-    return rows
+            for r in iter_parquet(path, columns):
+                r["judge_scores"] = json.loads(r.pop("judge_scores_json"))
+                yield r
 
 
 def count_outputs(run_dir: str) -> dict[str, Any]:

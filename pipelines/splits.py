@@ -210,18 +210,21 @@ def gap_table(rows: Iterable[dict]) -> list[dict]:
     """Per criterion (judge axes, turns, tool calls): train mean, golden mean, golden - train.
 
     `rows` carry `split`, `num_turns`, `num_tool_calls` and `judge_scores` (axis -> score)."""
-    values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    # (sum, count) per criterion and split: running totals, so `rows` can be a stream.
+    values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0.0, 0]))
     for row in rows:
         criteria = {"turns": row["num_turns"], "tool_calls": row["num_tool_calls"]}
         criteria.update(row["judge_scores"])
         for name, value in criteria.items():
-            values[name][row["split"]].append(float(value))
+            total = values[name][row["split"]]
+            total[0] += float(value)
+            total[1] += 1
     table = []
     for name in sorted(values):
         by_split = values[name]
-        train, golden = by_split.get("train", []), by_split.get("golden", [])
-        t = sum(train) / len(train) if train else None
-        g = sum(golden) / len(golden) if golden else None
+        train, golden = by_split.get("train", [0.0, 0]), by_split.get("golden", [0.0, 0])
+        t = train[0] / train[1] if train[1] else None
+        g = golden[0] / golden[1] if golden[1] else None
         gap = None if t is None or g is None else round(g - t, 4)
         table.append(
             {
@@ -229,8 +232,8 @@ def gap_table(rows: Iterable[dict]) -> list[dict]:
                 "train_mean": None if t is None else round(t, 4),
                 "golden_mean": None if g is None else round(g, 4),
                 "gap": gap,
-                "train_n": len(train),
-                "golden_n": len(golden),
+                "train_n": int(train[1]),
+                "golden_n": int(golden[1]),
             }
         )
     return table
