@@ -172,10 +172,9 @@ class SemanticDupConfig(_Config):
     enabled: bool = True
     threshold: float = Field(default=0.97, gt=0, le=1)
     # Random-hyperplane LSH: records meet when one band of `rows` sign bits matches (recall
-    # 0.997 at cosine 0.97 with 8 x 8); `refine_bits` more planes per band split big buckets.
+    # 0.997 at cosine 0.97 with 8 x 8); a bucket over max_bucket is split by content values.
     bands: int = Field(default=8, ge=1, le=64)
     rows: int = Field(default=8, ge=1, le=32)
-    refine_bits: int = Field(default=16, ge=0, le=32)
     max_bucket: int = Field(default=256, ge=2, le=100_000)
     neighbours: int = Field(default=16, ge=1, le=1024)  # nearest records checked per record
 

@@ -3,12 +3,14 @@ the scalable dedup and diversity transforms (no Beam here; pipelines/transforms 
 
 Why bound buckets: on templated data most records share LSH bands (the template dominates the
 text and the embedding), so one band key can hold thousands of records. Grouping them on one
-worker makes memory and candidate pairs grow with the dataset. A bucket above `cap` members is
-split by a *refiner*: a second similarity-preserving hash of the record (a MinHash slot of the
-content values, or further random-hyperplane bits), so near duplicates still meet while the
-template-only look-alikes spread out. The refinement depth is chosen from the bucket's count
-(a cheap Beam count per key), so buckets hold about `cap` members whatever the build size and
-candidate pairs grow linearly.
+worker makes memory and candidate pairs grow with the dataset. A bucket above `cap` members
+(known from a cheap Beam count per key) is split by a *refiner*: the band's slot of a MinHash
+over the record's content values (ids, amounts, emails: what differs between tasks). Two
+records share a slot with probability equal to their content Jaccard, so duplicates (same
+values) still meet while template-only look-alikes (different values) spread out. Semantic
+duplicates must share content anyway (content_key.same_content), so this costs them little;
+more hyperplane bits could not do it: at cosine 0.9 between different templated tasks, each
+extra bit splits them barely more often than it splits true duplicates.
 """
 
 from __future__ import annotations
@@ -19,24 +21,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-#: Refinement never splits a bucket into more than 2**MAX_DEPTH sub-buckets.
-MAX_DEPTH = 20
+#: Keys and ranks stay below 2**63: Beam's integer coder takes signed 64-bit values only.
+INT63 = (1 << 63) - 1
 
 
-def refine_depth(count: int, cap: int) -> int:
-    """Bits of refiner to add to a key holding `count` records so that sub-buckets hold about
-    `cap / 2` records when the refiner spreads them evenly (0 when the bucket already fits).
-    The extra bit leaves room for refiners that spread unevenly (similar content clumps)."""
-    if count <= cap:
-        return 0
-    return min(MAX_DEPTH, math.ceil(math.log2(count / cap)) + 1)
-
-
-def refined_key(key: str, refiner: int, depth: int) -> str:
-    """`key` unchanged at depth 0, else `key/<depth>:<low depth bits of refiner>`."""
-    if depth == 0:
-        return key
-    return f"{key}/{depth}:{refiner & ((1 << depth) - 1)}"
+def refined_key(key: str, refiner: int, count: int, cap: int) -> str:
+    """`key` when its bucket holds at most `cap` records, else `key/<refiner>`: an oversized
+    bucket splits into one sub-bucket per content slot."""
+    return key if count <= cap else f"{key}/{refiner}"
 
 
 def chunks(ids: Sequence[str], cap: int) -> list[list[str]]:
@@ -48,11 +40,12 @@ def chunks(ids: Sequence[str], cap: int) -> list[list[str]]:
 
 def mix64(value: int) -> int:
     """splitmix64 finaliser on a Python int: a MinHash minimum is skewed towards small values;
-    mixing it makes its low bits uniform, so they can pick a sub-bucket."""
+    mixing it makes its low bits uniform, so they can pick a sub-bucket. 63 bits: Beam's
+    integer coder takes signed 64-bit values only."""
     x = value & 0xFFFFFFFFFFFFFFFF
     x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
     x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
-    return x ^ (x >> 31)
+    return (x ^ (x >> 31)) & INT63
 
 
 # ---------------------------------------------------------------------------------------------
@@ -70,21 +63,11 @@ def pack_bits(bits: np.ndarray) -> int:
     return int(sum(1 << i for i, b in enumerate(bits.tolist()) if b))
 
 
-def hyperplane_bands(
-    vector: np.ndarray, planes: np.ndarray, bands: int, rows: int
-) -> list[tuple[int, int, int]]:
-    """(band, band bits, refiner bits) per band. Two vectors at angle θ agree on each bit with
-    probability 1 - θ/π, so a band matches with (1 - θ/π)**rows. The planes after the
-    `bands * rows` band planes are split evenly into each band's refiner."""
+def hyperplane_bands(vector: np.ndarray, planes: np.ndarray, rows: int) -> list[int]:
+    """Band bits per band (`planes` holds bands x rows normals). Two vectors at angle θ agree
+    on each bit with probability 1 - θ/π, so a band matches with (1 - θ/π)**rows."""
     bits = (np.asarray(vector, dtype=np.float32) @ planes) >= 0
-    head = bands * rows
-    extra = (len(bits) - head) // bands
-    out = []
-    for band in range(bands):
-        key_bits = pack_bits(bits[band * rows : (band + 1) * rows])
-        refiner = pack_bits(bits[head + band * extra : head + (band + 1) * extra])
-        out.append((band, key_bits, refiner))
-    return out
+    return [pack_bits(bits[start : start + rows]) for start in range(0, len(bits), rows)]
 
 
 def band_match_probability(cosine: float, rows: int, bands: int) -> float:
@@ -109,4 +92,4 @@ def sample_rank(record_id: str, seed: int = 0) -> int:
     """A record's place in the deterministic sample order: the k smallest ranks are a uniform
     sample of size k that every worker and every rerun agrees on."""
     digest = hashlib.blake2b(f"{seed}:{record_id}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little")
+    return int.from_bytes(digest, "little") & INT63

@@ -1,8 +1,8 @@
 """Bounded LSH buckets as a Beam composite, and the scale counters the manifest reports.
 
     (key, (refiner, member)) -> count per key -> oversized keys (side input, small)
-                             -> key refined by the refiner's low bits -> GroupByKey
-                             -> (bucket key, [members]) with at most ~cap members
+                             -> oversized keys refined by the refiner -> GroupByKey
+                             -> (bucket key, [members])
 
 Only the keys over `cap` travel as a side input (at most records x bands / cap of them), so no
 worker holds every key; each bucket is then held whole by the one worker that checks it.
@@ -27,15 +27,15 @@ def scale_distribution(name: str):
 
 
 def _refine(item, oversized: dict, cap: int):
-    from trajforge.verifiers.buckets import refine_depth, refined_key
+    from trajforge.verifiers.buckets import refined_key
 
     key, (refiner, member) = item
-    depth = refine_depth(oversized.get(key, 0), cap)
-    return refined_key(key, refiner, depth), member
+    return refined_key(key, refiner, oversized.get(key, 0), cap), member
 
 
 class BoundedBuckets(beam.PTransform):
-    """(key, (refiner, member)) -> (bucket key, iterable of members), buckets of ~`cap`."""
+    """(key, (refiner, member)) -> (bucket key, list of members): a key over `cap` records is
+    split by the refiner (verifiers/buckets.py says why a content MinHash slot)."""
 
     def __init__(self, cap: int, metric_prefix: str):
         super().__init__()

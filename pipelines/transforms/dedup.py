@@ -74,13 +74,12 @@ def pick_reason(flags: Iterable[tuple[str, str]]) -> tuple[str, str]:
 def near_band_entries(item: DedupItem, cfg: NearDupConfig):
     """(band key, (refiner, (id, signature))) per band; the refiner is the band's slot of the
     content values' MinHash, so a template-sized bucket splits by what the tasks are about."""
-    from trajforge.verifiers.buckets import mix64
-    from trajforge.verifiers.dedup import lsh_band_keys, minhash_signature, set_minhash
+    from trajforge.verifiers.dedup import lsh_band_keys, minhash_signature
 
     sig = minhash_signature(item.text, num_perm=cfg.num_perm)
-    content = set_minhash(item.values, num_perm=cfg.bands)
+    refiners = content_refiners(item.values, cfg.bands)
     for band, key in enumerate(lsh_band_keys(sig, bands=cfg.bands, rows=cfg.rows)):
-        yield key, (mix64(content[band]), (item.id, sig))
+        yield key, (refiners[band], (item.id, sig))
 
 
 class NearDupPairs(beam.PTransform):
@@ -133,16 +132,26 @@ class EmbedFn(beam.DoFn):
             yield item.id, vec, item.content_key()
 
 
+def content_refiners(values: Iterable[str], bands: int) -> list[int]:
+    """Per band, the refiner that splits an oversized bucket: the band's slot of the content
+    values' MinHash, mixed so its low bits are uniform (verifiers/buckets.py says why)."""
+    from trajforge.verifiers.buckets import mix64
+    from trajforge.verifiers.dedup import set_minhash
+
+    return [mix64(slot) for slot in set_minhash(values, num_perm=bands)]
+
+
 def semantic_band_entries(embedded, cfg: SemanticDupConfig):
     """(band key, (refiner, member)) per hyperplane band; the intent is part of the key because
     records of different intents are never semantic duplicates (content_key.same_content)."""
     from trajforge.verifiers.buckets import hyperplane_bands, hyperplanes
 
-    rid, vector, key = embedded
-    planes = hyperplanes(len(vector), cfg.bands * (cfg.rows + cfg.refine_bits), HYPERPLANE_SEED)
+    _, vector, key = embedded
+    planes = hyperplanes(len(vector), cfg.bands * cfg.rows, HYPERPLANE_SEED)
     intent = "|".join(key.intent)
-    for band, bits, refiner in hyperplane_bands(vector, planes, cfg.bands, cfg.rows):
-        yield f"{band}:{intent}:{bits}", (refiner, embedded)
+    refiners = content_refiners(key.values, cfg.bands)
+    for band, bits in enumerate(hyperplane_bands(vector, planes, cfg.rows)):
+        yield f"{band}:{intent}:{bits}", (refiners[band], embedded)
 
 
 def semantic_bucket_pairs(members: list, cfg: SemanticDupConfig) -> tuple[list, int]:
