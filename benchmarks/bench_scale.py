@@ -168,14 +168,27 @@ def traced_peak_mb(fn, *args) -> float:
     return round(peak / 2**20, 2)
 
 
-def near_row(items, planted) -> dict:
-    cfg = NearDupConfig()
+def unbounded_near_pairs(items, cfg: NearDupConfig) -> int:
+    """Candidate pairs plain LSH banding would check (all pairs of every band bucket, no
+    refinement): the quadratic baseline the bounded buckets avoid."""
+    from collections import Counter
+
+    from trajforge.verifiers.dedup import lsh_band_keys
+
+    sizes: Counter[str] = Counter()
+    for it in items:
+        sizes.update(lsh_band_keys(minhash_signature(it.text, cfg.num_perm), cfg.bands, cfg.rows))
+    return sum(s * (s - 1) // 2 for s in sizes.values())
+
+
+def near_row(items, planted, cfg: NearDupConfig) -> dict:
     flags, m, secs = run_flags(lambda p: p | beam.Create(items) | NearDupPairs(cfg))
     biggest = m.get("near.bucket_size_max", 0)
     sigs = [(it.id, minhash_signature(it.text, cfg.num_perm)) for it in items[:biggest]]
     threshold = LSHParams(threshold=cfg.threshold).verify_threshold
     return {
         "near_candidate_pairs": m.get("near.candidate_pairs", 0),
+        "near_unbounded_pairs": unbounded_near_pairs(items, cfg),
         "near_verified_pairs": m.get("near.verified_pairs", 0),
         "near_recall": round(recall(flags, planted), 4),
         "near_max_bucket": biggest,
@@ -184,8 +197,7 @@ def near_row(items, planted) -> dict:
     }
 
 
-def semantic_row(items, planted, vectors) -> dict:
-    cfg = SemanticDupConfig()
+def semantic_row(items, planted, vectors, cfg: SemanticDupConfig) -> dict:
     embedded = [(it.id, vectors[it.id], it.content_key()) for it in items]
     flags, m, secs = run_flags(lambda p: p | beam.Create(embedded) | SemanticPairs(cfg))
     biggest = m.get("semantic.bucket_size_max", 0)
@@ -221,14 +233,22 @@ def diversity_row(items, vectors, cfg: DiversityConfig) -> dict:
     }
 
 
-def run(size: int, dup: float, seed: int, families: tuple[str, ...]) -> dict:
+def run(
+    size: int,
+    dup: float,
+    seed: int,
+    families: tuple[str, ...],
+    near: NearDupConfig = NearDupConfig(),
+    semantic: SemanticDupConfig = SemanticDupConfig(),
+) -> dict:
+    """One size through the chosen families (`near`, `semantic`, `diversity`)."""
     items, planted = dataset(size, dup, seed)
     row: dict = {"size": size, "planted": len(planted)}
     if "near" in families:
-        row |= near_row(items, planted)
+        row |= near_row(items, planted, near)
     vectors = embeddings(items, planted, seed) if {"semantic", "diversity"} & set(families) else {}
     if "semantic" in families:
-        row |= semantic_row(items, planted, vectors)
+        row |= semantic_row(items, planted, vectors, semantic)
     if "diversity" in families:
         row |= diversity_row(items, vectors, DiversityConfig())
     row["process_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)

@@ -80,11 +80,11 @@ def summary_json(summaries: list[ShardSummary]) -> str:
 class WriteShardedJsonl(beam.PTransform):
     """Rejection / DeadLetter records -> <run_dir>/<sub>/<sub>-SSSSS-of-NNNNN.jsonl + summary."""
 
-    def __init__(self, run_dir: str, sub: str, shard_mb: int = JSONL_SHARD_MB):
+    def __init__(self, run_dir: str, sub: str, shard_bytes: int = JSONL_SHARD_MB * 2**20):
         super().__init__()
         self.run_dir = run_dir
         self.sub = sub
-        self.shard_bytes = shard_mb * 1024 * 1024
+        self.shard_bytes = shard_bytes
 
     def expand(self, records):
         run_dir, sub = self.run_dir, self.sub
