@@ -14,6 +14,7 @@ of every cluster stays. Like every stage, each input comes out exactly once: kep
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 import apache_beam as beam
@@ -82,37 +83,53 @@ def near_band_entries(item: DedupItem, cfg: NearDupConfig):
         yield key, (refiners[band], (item.id, sig))
 
 
-class NearDupPairs(beam.PTransform):
-    """DedupItems -> near_duplicate flags (larger id, (reason, smaller id))."""
+class BucketPairs(beam.PTransform):
+    """Members -> band entries -> bounded buckets -> pairs checked inside each bucket -> flags
+    (larger id, (reason, smaller id)). The families differ only in their band entries and
+    bucket check; the candidate and verified pair counts go to the scale counters."""
 
-    def __init__(self, cfg: NearDupConfig):
+    def __init__(self, family: str, reason: str, band_entries, check, cap: int):
         super().__init__()
-        self.cfg = cfg
+        self.family, self.reason = family, reason
+        self.band_entries, self.check, self.cap = band_entries, check, cap
 
-    def expand(self, items):
+    def expand(self, members):
         from trajforge.verifiers.buckets import pair_flag
-        from trajforge.verifiers.dedup import LSHParams, verify_candidates
 
-        cfg = self.cfg
-        threshold = LSHParams(threshold=cfg.threshold).verify_threshold
-        candidates = scale_counter("near.candidate_pairs")
-        verified = scale_counter("near.verified_pairs")
+        check, reason = self.check, self.reason
+        candidates = scale_counter(f"{self.family}.candidate_pairs")
+        verified = scale_counter(f"{self.family}.verified_pairs")
 
-        def verify(bucket):
-            _, members = bucket
-            if len(members) < 2:
+        def pairs_in(bucket):
+            _, bucket_members = bucket
+            if len(bucket_members) < 2:
                 return []
-            pairs, examined = verify_candidates(members, threshold, cfg.max_bucket)
+            pairs, examined = check(bucket_members)
             candidates.inc(examined)
             verified.inc(len(pairs))
-            return [pair_flag(p, "near_duplicate") for p in pairs]
+            return [pair_flag(p, reason) for p in pairs]
 
         return (
-            items
-            | "NearBands" >> beam.FlatMap(near_band_entries, cfg)
-            | "NearBuckets" >> BoundedBuckets(cfg.max_bucket, "near")
-            | "VerifyInBucket" >> beam.FlatMap(verify)
+            members
+            | "Bands" >> beam.FlatMap(self.band_entries)
+            | "Buckets" >> BoundedBuckets(self.cap, self.family)
+            | "PairsInBucket" >> beam.FlatMap(pairs_in)
         )
+
+
+def NearDupPairs(cfg: NearDupConfig) -> BucketPairs:  # noqa: N802 - reads as a transform
+    """DedupItems -> near_duplicate flags: MinHash bands, candidates verified by estimated
+    Jaccard (with the margin LSHParams explains)."""
+    from trajforge.verifiers.dedup import LSHParams, verify_candidates
+
+    threshold = LSHParams(threshold=cfg.threshold).verify_threshold
+    return BucketPairs(
+        "near",
+        "near_duplicate",
+        functools.partial(near_band_entries, cfg=cfg),
+        functools.partial(verify_candidates, threshold=threshold, cap=cfg.max_bucket),
+        cfg.max_bucket,
+    )
 
 
 class EmbedFn(beam.DoFn):
@@ -173,35 +190,16 @@ def semantic_bucket_pairs(members: list, cfg: SemanticDupConfig) -> tuple[list, 
     return found, examined
 
 
-class SemanticPairs(beam.PTransform):
-    """(id, embedding, content key) -> semantic_duplicate flags (larger id, (reason, smaller))."""
-
-    def __init__(self, cfg: SemanticDupConfig):
-        super().__init__()
-        self.cfg = cfg
-
-    def expand(self, embedded):
-        from trajforge.verifiers.buckets import pair_flag
-
-        cfg = self.cfg
-        candidates = scale_counter("semantic.candidate_pairs")
-        verified = scale_counter("semantic.verified_pairs")
-
-        def search(bucket):
-            _, members = bucket
-            if len(members) < 2:
-                return []
-            pairs, examined = semantic_bucket_pairs(members, cfg)
-            candidates.inc(examined)
-            verified.inc(len(pairs))
-            return [pair_flag(p, "semantic_duplicate") for p in pairs]
-
-        return (
-            embedded
-            | "SemanticBands" >> beam.FlatMap(semantic_band_entries, cfg)
-            | "SemanticBuckets" >> BoundedBuckets(cfg.max_bucket, "semantic")
-            | "SearchInBucket" >> beam.FlatMap(search)
-        )
+def SemanticPairs(cfg: SemanticDupConfig) -> BucketPairs:  # noqa: N802 - reads as a transform
+    """(id, embedding, content key) -> semantic_duplicate flags: hyperplane bands, usearch
+    neighbours inside each bucket, kept when about the same content."""
+    return BucketPairs(
+        "semantic",
+        "semantic_duplicate",
+        functools.partial(semantic_band_entries, cfg=cfg),
+        functools.partial(semantic_bucket_pairs, cfg=cfg),
+        cfg.max_bucket,
+    )
 
 
 class ApplyDropsFn(beam.DoFn):
