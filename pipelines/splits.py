@@ -152,10 +152,16 @@ def plan_splits(
     near: tuple[float, int, int] | None,
     target_shard_bytes: int,
     train_shards: int | None,
+    pairs: Sequence[tuple[str, str]] | None = None,
 ) -> SplitPlan:
-    """Assign every record a split (by cluster), a rank in it, and shard counts per output."""
+    """Assign every record a split (by cluster), a rank in it, and shard counts per output.
+    Near-duplicate edges are `pairs` when given (the build finds them in bounded buckets, see
+    transforms/outputs.py), else they come from the items' signatures (`near`)."""
     items = sorted(items, key=lambda i: i.id)
-    pairs = near_dup_pairs(items, *near) if near else []
+    if pairs is not None:
+        pairs = sorted({(min(a, b), max(a, b)) for a, b in pairs})
+    else:
+        pairs = near_dup_pairs(items, *near) if near else []
     cluster_of = clusters(items, pairs)
     split_of = {i.id: split_for_cluster(cluster_of[i.id], fractions, seed) for i in items}
     rank_of: dict[str, int] = {}

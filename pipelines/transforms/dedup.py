@@ -51,12 +51,14 @@ def dedup_text(trajectory: Trajectory) -> str:
     return conversation_text(trajectory, roles=("user", "assistant"))
 
 
-def dedup_item(trajectory: Trajectory) -> DedupItem:
+def dedup_item(trajectory: Trajectory, record_id: str | None = None) -> DedupItem:
+    """The trajectory as dedup sees it, under `record_id` when the caller's record has its own
+    id (a DatasetRecord's, for the split's near-duplicate edges)."""
     from trajforge.verifiers.content_key import content_key
 
     key = content_key(trajectory)
     return DedupItem(
-        id=trajectory.id,
+        id=record_id or trajectory.id,
         text=dedup_text(trajectory),
         intent=key.intent,
         values=tuple(sorted(key.values)),
@@ -117,12 +119,13 @@ class BucketPairs(beam.PTransform):
         )
 
 
-def NearDupPairs(cfg: NearDupConfig) -> BucketPairs:  # noqa: N802 - reads as a transform
+def NearDupPairs(cfg: NearDupConfig, verify_at: float | None = None) -> BucketPairs:  # noqa: N802
     """DedupItems -> near_duplicate flags: MinHash bands, candidates verified by estimated
-    Jaccard (with the margin LSHParams explains)."""
+    Jaccard (at `verify_at`, by default with the margin LSHParams explains)."""
     from trajforge.verifiers.dedup import LSHParams, verify_candidates
 
     threshold = LSHParams(threshold=cfg.threshold).verify_threshold
+    threshold = threshold if verify_at is None else verify_at
     return BucketPairs(
         "near",
         "near_duplicate",
