@@ -119,15 +119,18 @@ class BucketPairs(beam.PTransform):
         )
 
 
-def NearDupPairs(cfg: NearDupConfig, verify_at: float | None = None) -> BucketPairs:  # noqa: N802
+def NearDupPairs(  # noqa: N802 - reads as a transform
+    cfg: NearDupConfig, verify_at: float | None = None, family: str = "near"
+) -> BucketPairs:
     """DedupItems -> near_duplicate flags: MinHash bands, candidates verified by estimated
-    Jaccard (at `verify_at`, by default with the margin LSHParams explains)."""
+    Jaccard (at `verify_at`, by default with the margin LSHParams explains). `family` names
+    its scale counters (the split's near-duplicate edges count apart from dedup's)."""
     from trajforge.verifiers.dedup import LSHParams, verify_candidates
 
     threshold = LSHParams(threshold=cfg.threshold).verify_threshold
     threshold = threshold if verify_at is None else verify_at
     return BucketPairs(
-        "near",
+        family,
         "near_duplicate",
         functools.partial(near_band_entries, cfg=cfg),
         functools.partial(verify_candidates, threshold=threshold, cap=cfg.max_bucket),

@@ -40,7 +40,7 @@ def near_pairs(records, near: NearDupConfig | None, threshold: float):
         records
         | "NearItems"
         >> beam.Map(lambda r: dedup_item(Trajectory.from_json(r.trajectory_json), r.id))
-        | "SplitNearPairs" >> NearDupPairs(near, verify_at=threshold)
+        | "SplitNearPairs" >> NearDupPairs(near, verify_at=threshold, family="split_near")
         | "AsPair" >> beam.Map(lambda flag: (flag[1][1], flag[0]))
         | "UniquePairs" >> beam.Distinct()
         | "GatherPairs" >> beam.combiners.ToList()
