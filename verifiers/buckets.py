@@ -15,6 +15,7 @@ extra bit splits them barely more often than it splits true duplicates.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from collections.abc import Sequence
@@ -52,10 +53,14 @@ def mix64(value: int) -> int:
 # Random-hyperplane LSH over embeddings (semantic dedup)
 
 
+@functools.lru_cache(maxsize=8)
 def hyperplanes(dim: int, count: int, seed: int) -> np.ndarray:
-    """`count` random hyperplane normals (dim x count), the same on every worker for a seed."""
+    """`count` random hyperplane normals (dim x count), the same on every worker for a seed;
+    drawn once per process (read-only), not once per record."""
     rng = np.random.Generator(np.random.PCG64(seed))
-    return rng.standard_normal((dim, count)).astype(np.float32)
+    planes = rng.standard_normal((dim, count)).astype(np.float32)
+    planes.setflags(write=False)
+    return planes
 
 
 def pack_bits(bits: np.ndarray) -> int:
