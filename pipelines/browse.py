@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-import pyarrow.parquet as pq
-
 from trajforge.pipelines import io
 from trajforge.schemas import Record, Rejection, Trajectory
 
@@ -40,10 +38,8 @@ def kept(run_dir: str, split: str | None = None) -> Iterator[tuple[str, Trajecto
         if split is not None and name != split:
             continue
         for path in io.split_files(run_dir, name):
-            with io.FileSystems.open(path) as f:
-                table = pq.read_table(f, columns=["trajectory_json"])
-            for text in table.column("trajectory_json").to_pylist():
-                yield name, Trajectory.from_json(text)
+            for row in io.iter_parquet(path, ["trajectory_json"]):
+                yield name, Trajectory.from_json(row["trajectory_json"])
 
 
 def rejected(run_dir: str, reason: str | None = None) -> Iterator[Rejection]:

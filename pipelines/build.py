@@ -35,7 +35,10 @@ from trajforge.pipelines.transforms.attempts import (
     GroupAttempts,
     WriteDifficulty,
 )
+from trajforge.pipelines.transforms.buckets import scale_report
 from trajforge.pipelines.transforms.dedup import Dedup
+from trajforge.pipelines.transforms.diversity import Diversity
+from trajforge.pipelines.transforms.jsonl import WriteShardedJsonl
 from trajforge.pipelines.transforms.outputs import WriteOutputs
 from trajforge.pipelines.transforms.routing import (
     DEAD,
@@ -87,28 +90,6 @@ def failure_reason(outputs: dict[str, Any], inputs: int, cfg: FailureConfig) -> 
 class BuildResult:
     run_dir: str
     manifest: dict[str, Any]
-
-
-class WriteJsonl(beam.PTransform):
-    """Records -> <run_dir>/<sub>/<sub>-SSSSS-of-NNNNN.jsonl, one canonical JSON per line."""
-
-    def __init__(self, run_dir: str, sub: str):
-        super().__init__()
-        self.run_dir = run_dir
-        self.sub = sub
-
-    def expand(self, records):
-        return (
-            records
-            | "ToJson" >> beam.Map(lambda r: r.to_json())
-            | "Write"
-            >> beam.io.WriteToText(
-                io.join(self.run_dir, self.sub, self.sub),
-                file_name_suffix=".jsonl",
-                num_shards=1,
-                shard_name_template="-SSSSS-of-NNNNN",
-            )
-        )
 
 
 def build_pipeline(p: beam.Pipeline, config: BuildConfig, run_dir: str) -> None:
@@ -170,25 +151,18 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, run_dir: str) -> None:
     kept = deduped[KEPT]
     records = stage(kept, "ToDatasetRecords", SyncStageFn("split", plain, stages.to_dataset_record))
     records | "WriteOutputs" >> WriteOutputs(run_dir, config)
-    (
-        kept
-        | "GatherKept" >> beam.combiners.ToList()
-        | "Diversity"
-        >> beam.Map(stages.diversity_json, quality.dedup.semantic.enabled, config.domain_names)
-        | "WriteDiversity"
-        >> beam.io.WriteToText(
-            io.join(run_dir, io.DIVERSITY_FILE), num_shards=1, shard_name_template=""
-        )
+    kept | "Diversity" >> Diversity(
+        quality.diversity, quality.dedup.semantic.enabled, config.domain_names, run_dir
     )
     (
         [r[REJECTED] for r in routed]
         | "FlattenRejected" >> beam.Flatten()
-        | "WriteRejected" >> WriteJsonl(run_dir, io.REJECTED_DIR)
+        | "WriteRejected" >> WriteShardedJsonl(run_dir, io.REJECTED_DIR)
     )
     (
         [r[DEAD] for r in routed]
         | "FlattenDeadLetters" >> beam.Flatten()
-        | "WriteDeadLetters" >> WriteJsonl(run_dir, io.DEAD_LETTER_DIR)
+        | "WriteDeadLetters" >> WriteShardedJsonl(run_dir, io.DEAD_LETTER_DIR)
     )
 
 
@@ -322,6 +296,7 @@ def run_build(config: BuildConfig, run_dir: str, beam_args: list[str]) -> BuildR
     shards.ensure_loadable(run_dir, [shards.CANONICAL, *config.output.views])
     outputs = io.count_outputs(run_dir)
     manifest = make_manifest(config, counters, outputs, time.monotonic() - started, runner)
+    manifest["dedup_scale"] = scale_report(result)
     for key, name in (
         ("diversity", io.DIVERSITY_FILE),
         ("splits", io.SPLITS_FILE),

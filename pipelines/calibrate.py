@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-import pyarrow.parquet as pq
-
 from trajforge.pipelines import io
 from trajforge.pipelines.config import BuildConfig
 from trajforge.schemas import Trajectory, derive_seed
@@ -23,13 +21,11 @@ def run_trajectories(run_dir: str, limit: int | None = None) -> Iterator[Traject
     count = 0
     for split in io.SPLITS:
         for path in io.split_files(run_dir, split):
-            with io.FileSystems.open(path) as f:
-                table = pq.read_table(f, columns=["trajectory_json"])
-            for text in table.column("trajectory_json").to_pylist():
+            for row in io.iter_parquet(path, ["trajectory_json"]):
                 if limit is not None and count >= limit:
                     return
                 count += 1
-                yield Trajectory.from_json(text)
+                yield Trajectory.from_json(row["trajectory_json"])
     for rejection in io.jsonl_records(run_dir, io.REJECTED_DIR):
         if rejection["stage"] != "outcome":
             continue

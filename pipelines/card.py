@@ -79,7 +79,9 @@ def token_stats(run_dir: str, on_disk: dict[str, dict[str, list[str]]]) -> dict[
     tokens = [
         n
         for f in files
-        for n in pq.read_table(io.join(run_dir, f)).column("num_tokens").to_pylist()
+        for n in pq.read_table(io.join(run_dir, f), columns=["num_tokens"])
+        .column("num_tokens")
+        .to_pylist()
     ]
     if not tokens:
         return None

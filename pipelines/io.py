@@ -26,6 +26,7 @@ DATA_DIR, REJECTED_DIR, DEAD_LETTER_DIR = "data", "rejected", "dead_letter"
 DIVERSITY_FILE = "diversity.json"
 DIFFICULTY_FILE = "difficulty.json"  # rollout.attempts > 1: the tasks' pass rates
 DIFFICULTY_DIR = "difficulty"  # ... and one line per task
+JSONL_SUMMARY_FILE = "summary.json"  # rejected/ and dead_letter/: counts per stage and reason
 
 
 def join(base: str, *parts: str) -> str:
@@ -113,28 +114,49 @@ def parquet_rows(path: str) -> int:
         return pq.ParquetFile(f).metadata.num_rows
 
 
+def iter_parquet(path: str, columns: list[str], batch_rows: int = 1024) -> Iterator[dict]:
+    """Rows of `columns`, read a batch at a time: a shard can hold hundreds of MB."""
+    with FileSystems.open(path) as f:
+        for batch in pq.ParquetFile(f).iter_batches(batch_size=batch_rows, columns=columns):
+            yield from batch.to_pylist()
+
+
 def jsonl_records(run_dir: str, sub: str) -> Iterator[dict[str, Any]]:
+    """Records of every shard of `sub`, streamed line by line (shards can be large)."""
     for path in matching(join(run_dir, sub, "*.jsonl")):
-        for line in read_text(path).splitlines():
-            if line.strip():
-                yield json.loads(line)
+        with FileSystems.open(path) as f:
+            for line in f:
+                if line.strip():
+                    yield json.loads(line)
 
 
-def split_metrics(run_dir: str) -> list[dict[str, Any]]:
-    """split, turns, tool calls and judge scores of every kept row (the gap table's input)."""
-    rows = []
+def jsonl_counts(run_dir: str, sub: str) -> dict[tuple[str, str], int]:
+    """(stage, reason) -> rows of `sub`, from the per-shard summary the build writes
+    (`<sub>/summary.json`); a run without one (older builds) is counted by streaming."""
+    path = join(run_dir, sub, JSONL_SUMMARY_FILE)
+    if FileSystems.exists(path):
+        return {(s, r): n for s, r, n in json.loads(read_text(path))["counts"]}
+    counts: dict[tuple[str, str], int] = {}
+    for r in jsonl_records(run_dir, sub):
+        key = (r["stage"], r.get("reason", ""))
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def split_metrics(run_dir: str) -> Iterator[dict[str, Any]]:
+    """split, turns, tool calls and judge scores of every kept row (the gap table's input),
+    streamed."""
     columns = ["split", "num_turns", "num_tool_calls", "judge_scores_json"]
     for split in SPLITS:
         for path in split_files(run_dir, split):
-            with FileSystems.open(path) as f:
-                for r in pq.read_table(f, columns=columns).to_pylist():
-                    r["judge_scores"] = json.loads(r.pop("judge_scores_json"))
-                    rows.append(r)
-    return rows
+            for r in iter_parquet(path, columns):
+                r["judge_scores"] = json.loads(r.pop("judge_scores_json"))
+                yield r
 
 
 def count_outputs(run_dir: str) -> dict[str, Any]:
-    """Rows per split and shard, rejections per stage/reason, dead letters per stage."""
+    """Rows per split and shard (Parquet footers), rejections per stage/reason and dead letters
+    per stage (the JSON Lines summaries): nothing is read whole into memory."""
     splits: dict[str, dict[str, Any]] = {}
     for split in SPLITS:
         files = split_files(run_dir, split)
@@ -145,12 +167,11 @@ def count_outputs(run_dir: str) -> dict[str, Any]:
                 "shards": {p.rsplit("/", 1)[-1]: n for p, n in zip(files, rows, strict=True)},
             }
     rejected: dict[str, dict[str, int]] = {}
-    for r in jsonl_records(run_dir, REJECTED_DIR):
-        by_reason = rejected.setdefault(r["stage"], {})
-        by_reason[r["reason"]] = by_reason.get(r["reason"], 0) + 1
+    for (stage, reason), n in sorted(jsonl_counts(run_dir, REJECTED_DIR).items()):
+        rejected.setdefault(stage, {})[reason] = n
     dead: dict[str, int] = {}
-    for d in jsonl_records(run_dir, DEAD_LETTER_DIR):
-        dead[d["stage"]] = dead.get(d["stage"], 0) + 1
+    for (stage, _), n in sorted(jsonl_counts(run_dir, DEAD_LETTER_DIR).items()):
+        dead[stage] = dead.get(stage, 0) + n
     return {
         "kept": sum(s["rows"] for s in splits.values()),
         "rejected": sum(sum(v.values()) for v in rejected.values()),

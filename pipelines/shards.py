@@ -19,8 +19,8 @@ from trajforge.pipelines import io, views
 from trajforge.schemas import DatasetRecord
 
 CANONICAL = "data"
-ROW_GROUP_BYTES = 32 * 1024 * 1024
-ROW_GROUP_MAX_ROWS = 1000
+ROW_GROUP_BYTES = 64 * 1024 * 1024
+ROW_GROUP_MAX_ROWS = 10_000
 
 
 def output_dir(output: str) -> str:

@@ -152,10 +152,16 @@ def plan_splits(
     near: tuple[float, int, int] | None,
     target_shard_bytes: int,
     train_shards: int | None,
+    pairs: Sequence[tuple[str, str]] | None = None,
 ) -> SplitPlan:
-    """Assign every record a split (by cluster), a rank in it, and shard counts per output."""
+    """Assign every record a split (by cluster), a rank in it, and shard counts per output.
+    Near-duplicate edges are `pairs` when given (the build finds them in bounded buckets, see
+    transforms/outputs.py), else they come from the items' signatures (`near`)."""
     items = sorted(items, key=lambda i: i.id)
-    pairs = near_dup_pairs(items, *near) if near else []
+    if pairs is not None:
+        pairs = sorted({(min(a, b), max(a, b)) for a, b in pairs})
+    else:
+        pairs = near_dup_pairs(items, *near) if near else []
     cluster_of = clusters(items, pairs)
     split_of = {i.id: split_for_cluster(cluster_of[i.id], fractions, seed) for i in items}
     rank_of: dict[str, int] = {}
@@ -210,18 +216,21 @@ def gap_table(rows: Iterable[dict]) -> list[dict]:
     """Per criterion (judge axes, turns, tool calls): train mean, golden mean, golden - train.
 
     `rows` carry `split`, `num_turns`, `num_tool_calls` and `judge_scores` (axis -> score)."""
-    values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    # (sum, count) per criterion and split: running totals, so `rows` can be a stream.
+    values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0.0, 0]))
     for row in rows:
         criteria = {"turns": row["num_turns"], "tool_calls": row["num_tool_calls"]}
         criteria.update(row["judge_scores"])
         for name, value in criteria.items():
-            values[name][row["split"]].append(float(value))
+            total = values[name][row["split"]]
+            total[0] += float(value)
+            total[1] += 1
     table = []
     for name in sorted(values):
         by_split = values[name]
-        train, golden = by_split.get("train", []), by_split.get("golden", [])
-        t = sum(train) / len(train) if train else None
-        g = sum(golden) / len(golden) if golden else None
+        train, golden = by_split.get("train", [0.0, 0]), by_split.get("golden", [0.0, 0])
+        t = train[0] / train[1] if train[1] else None
+        g = golden[0] / golden[1] if golden[1] else None
         gap = None if t is None or g is None else round(g - t, 4)
         table.append(
             {
@@ -229,8 +238,8 @@ def gap_table(rows: Iterable[dict]) -> list[dict]:
                 "train_mean": None if t is None else round(t, 4),
                 "golden_mean": None if g is None else round(g, 4),
                 "gap": gap,
-                "train_n": len(train),
-                "golden_n": len(golden),
+                "train_n": int(train[1]),
+                "golden_n": int(golden[1]),
             }
         )
     return table

@@ -258,33 +258,3 @@ def shortcut_filters(res: StageResources, trajectory: Trajectory) -> Trajectory:
     for flt in res.gates.filters:
         gate(res, flt, signed)
     return signed
-
-
-def diversity_json(
-    trajectories: list[Trajectory], with_embeddings: bool, domain_names: tuple[str, ...]
-) -> str:
-    """Diversity of the kept set for the manifest: Vendi score (when the embedder is enabled),
-    coverage of persona traits, task types, complexity and tools, and the prior-shortcut rate.
-    `domain_names` are the config's (table names or plugin paths; tasks carry only each domain's
-    short name), so coverage is over every domain of the build."""
-    from trajforge.generators.domains import get_domain
-    from trajforge.verifiers.diversity import diversity_report
-    from trajforge.verifiers.signatures import prior_shortcut_rate
-
-    trajectories = sorted(trajectories, key=lambda t: t.id)
-    embeddings = None
-    if with_embeddings and len(trajectories) > 1:
-        from trajforge.pipelines.transforms.dedup import dedup_text
-        from trajforge.verifiers.semantic import embed
-
-        embeddings = embed([dedup_text(t) for t in trajectories])
-    domains = [get_domain(name) for name in domain_names]
-    tool_names = sorted({s.name for d in domains for s in d.toolbox.specs})
-    task_types = sorted({tt for d in domains for tt in d.vocabulary.task_types})
-    report = diversity_report(
-        trajectories, embeddings=embeddings, tool_names=tool_names, task_types=task_types
-    )
-    signatures = [t.signatures for t in trajectories if t.signatures is not None]
-    out = report.model_dump(mode="json")
-    out["prior_shortcut_rate"] = prior_shortcut_rate(signatures) if signatures else None
-    return json.dumps(out, sort_keys=True)

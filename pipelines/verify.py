@@ -33,14 +33,14 @@ JUDGE_BATCH = 512
 def read_trajectories(source: str) -> Iterator[Trajectory]:
     """Trajectories from a JSONL file or a run directory's data shards, in a stable order."""
     if os.path.isdir(source):
-        import pyarrow.parquet as pq
+        from trajforge.pipelines.io import iter_parquet
 
         shards = sorted(glob.glob(os.path.join(source, "data", "*.parquet")))
         if not shards:
             raise FileNotFoundError(f"{source} has no data/*.parquet (is it a finished run?)")
         for shard in shards:
-            for text in pq.read_table(shard, columns=["trajectory_json"]).column(0).to_pylist():
-                yield Trajectory.from_json(text)
+            for row in iter_parquet(shard, ["trajectory_json"]):
+                yield Trajectory.from_json(row["trajectory_json"])
         return
     with open(source, encoding="utf-8") as lines:
         for number, line in enumerate(lines, 1):

@@ -28,7 +28,8 @@ DEFAULT_ROWS = 6
 DEFAULT_SHINGLE = 3
 DEFAULT_THRESHOLD = 0.8
 #: Buckets larger than this are paired as a chain in id order instead of all pairs, so one
-#: boilerplate-heavy bucket cannot make the cost quadratic.
+#: boilerplate-heavy bucket cannot make the cost quadratic (the pipeline first splits such
+#: buckets by content, see verifiers/buckets.py; the chain is the last resort).
 MAX_BUCKET_ALL_PAIRS = 64
 
 
@@ -106,6 +107,18 @@ def minhash_signature(
     return tuple(int(v) for v in hashed.min(axis=1))
 
 
+def set_minhash(items: Iterable[str], num_perm: int, seed: int = 2) -> tuple[int, ...]:
+    """MinHash of a set of strings (e.g. a conversation's content values): slot i of two sets
+    is equal with probability their Jaccard. Empty sets give all zeros."""
+    hashes = np.fromiter((_word_hash(v) for v in sorted(set(items))), dtype=np.uint64)
+    if len(hashes) == 0:
+        return (0,) * num_perm
+    a, b = _permutations(num_perm, seed)
+    with np.errstate(over="ignore"):
+        hashed = (a[:, None] * hashes[None, :] + b[:, None]) >> np.uint64(32)
+    return tuple(int(v) for v in hashed.min(axis=1))
+
+
 def estimated_jaccard(a: Sequence[int], b: Sequence[int]) -> float:
     """Fraction of equal MinHash slots: an unbiased estimate of the shingle-set Jaccard."""
     if len(a) != len(b):
@@ -131,26 +144,40 @@ def lsh_band_keys(
 # Candidates, verification and clusters
 
 
-def bucket_pairs(member_ids: Sequence[str]) -> Iterator[tuple[str, str]]:
+def bucket_pairs(
+    member_ids: Sequence[str], cap: int = MAX_BUCKET_ALL_PAIRS
+) -> Iterator[tuple[str, str]]:
     """Candidate pairs inside one LSH bucket (sorted id pairs; a chain for huge buckets)."""
     ids = sorted(set(member_ids))
-    if len(ids) <= MAX_BUCKET_ALL_PAIRS:
+    if len(ids) <= cap:
         yield from combinations(ids, 2)
     else:
         yield from pairwise(ids)
 
 
 def verified_pairs_in_bucket(
-    members: Sequence[tuple[str, Sequence[int]]], threshold: float = DEFAULT_THRESHOLD
+    members: Sequence[tuple[str, Sequence[int]]],
+    threshold: float = DEFAULT_THRESHOLD,
+    cap: int = MAX_BUCKET_ALL_PAIRS,
 ) -> list[tuple[str, str]]:
     """The Beam unit after GroupByKey: candidate pairs of a bucket whose estimated Jaccard
     reaches `threshold`. `members` are (id, signature)."""
+    return verify_candidates(members, threshold, cap)[0]
+
+
+def verify_candidates(
+    members: Sequence[tuple[str, Sequence[int]]], threshold: float, cap: int
+) -> tuple[list[tuple[str, str]], int]:
+    """(verified pairs, candidate pairs examined) of one bucket: the count is what the scale
+    benchmark and the manifest report, so a quadratic blow-up shows up as a number."""
     signatures = dict(members)
-    return [
+    candidates = list(bucket_pairs(list(signatures), cap))
+    verified = [
         (a, b)
-        for a, b in bucket_pairs(list(signatures))
+        for a, b in candidates
         if estimated_jaccard(signatures[a], signatures[b]) >= threshold
     ]
+    return verified, len(candidates)
 
 
 def resolve_clusters(pairs: Iterable[tuple[str, str]]) -> set[str]:

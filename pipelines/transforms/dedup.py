@@ -1,24 +1,47 @@
 """Dedup as a Beam composite: exact hashes, MinHash-LSH near-duplicates, embedding duplicates.
 
-Cost grows linearly with the dataset: near-duplicate candidates are found by grouping records
-on LSH band keys (records meet only the records sharing a band), never by comparing all pairs.
-Only the (small) list of verified duplicate pairs is gathered in one place, to resolve clusters:
-every cluster keeps its smallest id, the others are rejected with the reason and the id they
-duplicate. Like every stage, each input comes out exactly once: kept or rejected.
+Cost grows linearly with the dataset and no worker holds the whole of it:
+- exact: group by the text's hash;
+- near: MinHash band keys, grouped in bounded buckets (big template-driven buckets split by the
+  content values' MinHash), candidate pairs verified inside each bucket;
+- semantic: random-hyperplane band keys over the embeddings (with the task's intent in the key),
+  grouped in bounded buckets, each bucket searched with a usearch index for every record's
+  nearest neighbours, kept when close enough and about the same content.
+A verified pair flags its larger id; flags are grouped per record, so each duplicate is
+rejected with the most specific reason and the smallest id it duplicates, and the smallest id
+of every cluster stays. Like every stage, each input comes out exactly once: kept or rejected.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 
 import apache_beam as beam
 
-from trajforge.pipelines.config import DedupConfig
+from trajforge.pipelines.config import DedupConfig, NearDupConfig, SemanticDupConfig
+from trajforge.pipelines.transforms.buckets import BoundedBuckets, scale_counter
 from trajforge.pipelines.transforms.routing import DEAD, KEPT, REJECTED, StageCounters, route
-from trajforge.schemas import Rejected, Trajectory
+from trajforge.schemas import Record, Rejected, Trajectory
 
 #: When one record is flagged several ways, the most specific reason wins.
 REASON_PRIORITY = ("exact_duplicate", "near_duplicate", "semantic_duplicate")
+#: Seed of the semantic hyperplanes (fixed: every worker and rerun draws the same planes).
+HYPERPLANE_SEED = 7
+
+
+class DedupItem(Record):
+    """What dedup needs of a trajectory: its compared text, intent and content values."""
+
+    id: str
+    text: str
+    intent: tuple[str, ...]
+    values: tuple[str, ...]  # sorted content values (verifiers/content_key.py)
+
+    def content_key(self):
+        from trajforge.verifiers.content_key import ContentKey
+
+        return ContentKey(self.intent, frozenset(self.values))
 
 
 def dedup_text(trajectory: Trajectory) -> str:
@@ -28,22 +51,22 @@ def dedup_text(trajectory: Trajectory) -> str:
     return conversation_text(trajectory, roles=("user", "assistant"))
 
 
-def cluster_drops(pairs: Iterable[tuple[str, str]], reason: str) -> list[tuple[str, tuple]]:
-    """(id, (reason, kept id)) for every non-representative member of each cluster."""
-    from trajforge.verifiers.dedup import resolve_clusters
+def dedup_item(trajectory: Trajectory, record_id: str | None = None) -> DedupItem:
+    """The trajectory as dedup sees it, under `record_id` when the caller's record has its own
+    id (a DatasetRecord's, for the split's near-duplicate edges)."""
+    from trajforge.verifiers.content_key import content_key
 
-    pairs = list(pairs)
-    dropped = resolve_clusters(pairs)
-    partner: dict[str, str] = {}
-    for a, b in pairs:
-        for x, y in ((a, b), (b, a)):
-            if x in dropped and (x not in partner or y < partner[x]):
-                partner[x] = y
-    return [(i, (reason, partner[i])) for i in sorted(dropped)]
+    key = content_key(trajectory)
+    return DedupItem(
+        id=record_id or trajectory.id,
+        text=dedup_text(trajectory),
+        intent=key.intent,
+        values=tuple(sorted(key.values)),
+    )
 
 
 def exact_group_drops(group: tuple[str, Iterable[str]]) -> list[tuple[str, tuple]]:
-    ids = sorted(group[1])
+    ids = sorted(set(group[1]))
     return [(i, ("exact_duplicate", ids[0])) for i in ids[1:]]
 
 
@@ -51,42 +74,73 @@ def pick_reason(flags: Iterable[tuple[str, str]]) -> tuple[str, str]:
     return min(flags, key=lambda f: (REASON_PRIORITY.index(f[0]), f[1]))
 
 
-class NearDupPairs(beam.PTransform):
-    """(id, text) -> verified near-duplicate pairs, grouped by LSH band key."""
+def near_band_entries(item: DedupItem, cfg: NearDupConfig):
+    """(band key, (refiner, (id, signature))) per band; the refiner is the band's slot of the
+    content values' MinHash, so a template-sized bucket splits by what the tasks are about."""
+    from trajforge.verifiers.dedup import lsh_band_keys, minhash_signature
 
-    def __init__(self, threshold: float, num_perm: int, bands: int, rows: int):
+    sig = minhash_signature(item.text, num_perm=cfg.num_perm)
+    refiners = content_refiners(item.values, cfg.bands)
+    for band, key in enumerate(lsh_band_keys(sig, bands=cfg.bands, rows=cfg.rows)):
+        yield key, (refiners[band], (item.id, sig))
+
+
+class BucketPairs(beam.PTransform):
+    """Members -> band entries -> bounded buckets -> pairs checked inside each bucket -> flags
+    (larger id, (reason, smaller id)). The families differ only in their band entries and
+    bucket check; the candidate and verified pair counts go to the scale counters."""
+
+    def __init__(self, family: str, reason: str, band_entries, check, cap: int):
         super().__init__()
-        from trajforge.verifiers.dedup import LSHParams
+        self.family, self.reason = family, reason
+        self.band_entries, self.check, self.cap = band_entries, check, cap
 
-        self.params = LSHParams(num_perm=num_perm, bands=bands, rows=rows, threshold=threshold)
+    def expand(self, members):
+        from trajforge.verifiers.buckets import pair_flag
 
-    def expand(self, texts):
-        from trajforge.verifiers.dedup import (
-            lsh_band_keys,
-            minhash_signature,
-            verified_pairs_in_bucket,
-        )
+        check, reason = self.check, self.reason
+        candidates = scale_counter(f"{self.family}.candidate_pairs")
+        verified = scale_counter(f"{self.family}.verified_pairs")
 
-        p = self.params
-
-        def band_entries(item):
-            rid, text = item
-            sig = minhash_signature(text, num_perm=p.num_perm, seed=p.seed, shingle=p.shingle)
-            for key in lsh_band_keys(sig, bands=p.bands, rows=p.rows):
-                yield key, (rid, sig)
+        def pairs_in(bucket):
+            _, bucket_members = bucket
+            if len(bucket_members) < 2:
+                return []
+            pairs, examined = check(bucket_members)
+            candidates.inc(examined)
+            verified.inc(len(pairs))
+            return [pair_flag(p, reason) for p in pairs]
 
         return (
-            texts
-            | "BandKeys" >> beam.FlatMap(band_entries)
-            | "GroupByBand" >> beam.GroupByKey()
-            | "VerifyInBucket"
-            >> beam.FlatMap(lambda kv: verified_pairs_in_bucket(list(kv[1]), p.verify_threshold))
-            | "UniquePairs" >> beam.Distinct()
+            members
+            | "Bands" >> beam.FlatMap(self.band_entries)
+            | "Buckets" >> BoundedBuckets(self.cap, self.family)
+            | "PairsInBucket" >> beam.FlatMap(pairs_in)
         )
+
+
+def NearDupPairs(  # noqa: N802 - reads as a transform
+    cfg: NearDupConfig, verify_at: float | None = None, family: str = "near"
+) -> BucketPairs:
+    """DedupItems -> near_duplicate flags: MinHash bands, candidates verified by estimated
+    Jaccard (at `verify_at`, by default with the margin LSHParams explains). `family` names
+    its scale counters (the split's near-duplicate edges count apart from dedup's)."""
+    from trajforge.verifiers.dedup import LSHParams, verify_candidates
+
+    threshold = LSHParams(threshold=cfg.threshold).verify_threshold
+    threshold = threshold if verify_at is None else verify_at
+    return BucketPairs(
+        family,
+        "near_duplicate",
+        functools.partial(near_band_entries, cfg=cfg),
+        functools.partial(verify_candidates, threshold=threshold, cap=cfg.max_bucket),
+        cfg.max_bucket,
+    )
 
 
 class EmbedFn(beam.DoFn):
-    """Batches of (id, text) -> (id, embedding), the embedder loaded once per worker."""
+    """Batches of DedupItems -> (id, embedding, content key), the embedder loaded once per
+    worker (through `load_embedder`, the one access point)."""
 
     def setup(self):
         from trajforge.verifiers.semantic import load_embedder
@@ -96,29 +150,62 @@ class EmbedFn(beam.DoFn):
     def process(self, batch):
         from trajforge.verifiers.semantic import embed
 
-        vectors = embed([text for _, text in batch])
-        for (rid, _), vec in zip(batch, vectors, strict=True):
-            yield rid, vec
+        vectors = embed([item.text for item in batch])
+        for item, vec in zip(batch, vectors, strict=True):
+            yield item.id, vec, item.content_key()
 
 
-def semantic_pairs(items, threshold: float, keys=None) -> list[tuple[str, str]]:
-    """Pairs whose embeddings are within `threshold` and, when `keys` (id -> ContentKey) are
-    given, that are about the same thing (intent, entities, values): a shared template alone
-    never makes two different tasks duplicates."""
+def content_refiners(values: Iterable[str], bands: int) -> list[int]:
+    """Per band, the refiner that splits an oversized bucket: the band's slot of the content
+    values' MinHash, mixed so its low bits are uniform (verifiers/buckets.py says why)."""
+    from trajforge.verifiers.buckets import mix64
+    from trajforge.verifiers.dedup import set_minhash
+
+    return [mix64(slot) for slot in set_minhash(values, num_perm=bands)]
+
+
+def semantic_band_entries(embedded, cfg: SemanticDupConfig):
+    """(band key, (refiner, member)) per hyperplane band; the intent is part of the key because
+    records of different intents are never semantic duplicates (content_key.same_content)."""
+    from trajforge.verifiers.buckets import hyperplane_bands, hyperplanes
+
+    _, vector, key = embedded
+    planes = hyperplanes(len(vector), cfg.bands * cfg.rows, HYPERPLANE_SEED)
+    intent = "|".join(key.intent)
+    refiners = content_refiners(key.values, cfg.bands)
+    for band, bits in enumerate(hyperplane_bands(vector, planes, cfg.rows)):
+        yield f"{band}:{intent}:{bits}", (refiners[band], embedded)
+
+
+def semantic_bucket_pairs(members: list, cfg: SemanticDupConfig) -> tuple[list, int]:
+    """(pairs close enough and about the same content, candidates examined) in one bucket; a
+    bucket still over `max_bucket` after refinement is searched in id-ordered chunks."""
     import numpy as np
 
+    from trajforge.verifiers.buckets import chunks
     from trajforge.verifiers.content_key import same_content
-    from trajforge.verifiers.semantic import similar_pairs
+    from trajforge.verifiers.semantic import neighbour_pairs
 
-    items = sorted(items)
-    if len(items) < 2:
-        return []
-    ids = [i for i, _ in items]
-    matrix = np.stack([v for _, v in items])
-    pairs = [(ids[a], ids[b]) for a, b, _ in similar_pairs(matrix, threshold)]
-    if keys is None:
-        return pairs
-    return [(a, b) for a, b in pairs if same_content(keys[a], keys[b])]
+    by_id = {rid: (vec, key) for rid, vec, key in members}
+    found, examined = [], 0
+    for ids in chunks(list(by_id), cfg.max_bucket):
+        matrix = np.stack([by_id[i][0] for i in ids]) if ids else np.zeros((0, 1))
+        pairs, n = neighbour_pairs(ids, matrix, cfg.threshold, cfg.neighbours)
+        examined += n
+        found += [(a, b) for a, b in pairs if same_content(by_id[a][1], by_id[b][1])]
+    return found, examined
+
+
+def SemanticPairs(cfg: SemanticDupConfig) -> BucketPairs:  # noqa: N802 - reads as a transform
+    """(id, embedding, content key) -> semantic_duplicate flags: hyperplane bands, usearch
+    neighbours inside each bucket, kept when about the same content."""
+    return BucketPairs(
+        "semantic",
+        "semantic_duplicate",
+        functools.partial(semantic_band_entries, cfg=cfg),
+        functools.partial(semantic_bucket_pairs, cfg=cfg),
+        cfg.max_bucket,
+    )
 
 
 class ApplyDropsFn(beam.DoFn):
@@ -130,10 +217,16 @@ class ApplyDropsFn(beam.DoFn):
     def setup(self):
         self.counters = StageCounters("dedup", self.run_dir)
 
-    def process(self, trajectory, drops):
-        flag = drops.get(trajectory.id)
-        err = None if flag is None else Rejected(flag[0], f"duplicate of {flag[1]}")
-        yield route("dedup", self.counters, trajectory, trajectory, err, "")
+    def process(self, joined):
+        _, grouped = joined
+        trajectories, flags = list(grouped["trajectory"]), list(grouped["flags"])
+        flag = pick_reason(flags) if flags else None
+        for copy, trajectory in enumerate(trajectories):
+            # Equal ids are equal content (ids hash it): one copy stays unless flagged.
+            if copy:
+                flag = ("exact_duplicate", trajectory.id)
+            err = None if flag is None else Rejected(flag[0], f"duplicate of {flag[1]}")
+            yield route("dedup", self.counters, trajectory, trajectory, err, "")
 
     def finish_bundle(self):
         self.counters.flush()
@@ -149,48 +242,35 @@ class Dedup(beam.PTransform):
 
     def expand(self, trajectories):
         cfg = self.config
-        texts = trajectories | "Text" >> beam.Map(lambda t: (t.id, dedup_text(t)))
+        items = trajectories | "Items" >> beam.Map(dedup_item)
         flags = []
         if cfg.exact:
             from trajforge.verifiers.dedup import exact_hash
 
             flags.append(
-                texts
-                | "ExactKey" >> beam.Map(lambda kv: (exact_hash(kv[1]), kv[0]))
+                items
+                | "ExactKey" >> beam.Map(lambda item: (exact_hash(item.text), item.id))
                 | "GroupExact" >> beam.GroupByKey()
                 | "ExactDrops" >> beam.FlatMap(exact_group_drops)
             )
         if cfg.near.enabled:
-            n = cfg.near
-            flags.append(
-                texts
-                | "NearDupPairs" >> NearDupPairs(n.threshold, n.num_perm, n.bands, n.rows)
-                | "GatherNearPairs" >> beam.combiners.ToList()
-                | "NearClusters" >> beam.FlatMap(cluster_drops, "near_duplicate")
-            )
+            flags.append(items | "NearDupPairs" >> NearDupPairs(cfg.near))
         if cfg.semantic.enabled:
-            from trajforge.verifiers.content_key import content_key
-
-            threshold = cfg.semantic.threshold
-            keys = trajectories | "ContentKey" >> beam.Map(lambda t: (t.id, content_key(t)))
             flags.append(
-                texts
+                items
                 | "BatchTexts" >> beam.BatchElements(min_batch_size=8, max_batch_size=64)
                 | "Embed" >> beam.ParDo(EmbedFn())
-                | "GatherEmbeddings" >> beam.combiners.ToList()
-                | "SemanticPairs" >> beam.Map(semantic_pairs, threshold, beam.pvalue.AsDict(keys))
-                | "SemanticClusters" >> beam.FlatMap(cluster_drops, "semantic_duplicate")
+                | "SemanticPairs" >> SemanticPairs(cfg.semantic)
             )
-        if flags:
-            drops = (
-                flags
-                | "FlattenFlags" >> beam.Flatten()
-                | "GroupFlags" >> beam.GroupByKey()
-                | "PickReason" >> beam.MapTuple(lambda rid, fs: (rid, pick_reason(fs)))
-            )
-            side = beam.pvalue.AsDict(drops)
-        else:
-            side = beam.pvalue.AsDict(trajectories.pipeline | "NoFlags" >> beam.Create([]))
-        return trajectories | "ApplyDrops" >> beam.ParDo(
-            ApplyDropsFn(self.run_dir), side
-        ).with_outputs(REJECTED, DEAD, main=KEPT)
+        all_flags = (
+            flags | "FlattenFlags" >> beam.Flatten()
+            if flags
+            else trajectories.pipeline | "NoFlags" >> beam.Create([])
+        )
+        keyed = trajectories | "KeyById" >> beam.Map(lambda t: (t.id, t))
+        return (
+            {"trajectory": keyed, "flags": all_flags}
+            | "JoinFlags" >> beam.CoGroupByKey()
+            | "ApplyDrops"
+            >> beam.ParDo(ApplyDropsFn(self.run_dir)).with_outputs(REJECTED, DEAD, main=KEPT)
+        )

@@ -1,6 +1,7 @@
 """Assign splits by leakage cluster, then write every output's shards (Beam composite).
 
     records -> SplitKeys -> (one list) -> SplitPlan (side input) + splits.json
+    records -> near-duplicate pairs in bounded MinHash buckets -> (one list) -> SplitPlan
     records + plan -> record with split -> per output: (split, shard) -> GroupByKey -> Parquet
 
 Only the small per-record keys meet on one worker; each shard's rows meet on the worker that
@@ -15,26 +16,34 @@ import json
 import apache_beam as beam
 
 from trajforge.pipelines import io, shards, splits
-from trajforge.pipelines.config import BuildConfig
+from trajforge.pipelines.config import BuildConfig, NearDupConfig
 from trajforge.schemas import DatasetRecord, Trajectory
 
 
-def split_keys(
-    record: DatasetRecord, outputs: tuple[str, ...], near: tuple | None
-) -> splits.SplitKeys:
-    """The record's cluster keys, MinHash (when near-dup grouping is on) and bytes per output."""
-    signature: tuple[int, ...] = ()
-    if near is not None:
-        from trajforge.pipelines.transforms.dedup import dedup_text
-        from trajforge.verifiers.dedup import minhash_signature
-
-        text = dedup_text(Trajectory.from_json(record.trajectory_json))
-        signature = minhash_signature(text, num_perm=near[0])
+def split_keys(record: DatasetRecord, outputs: tuple[str, ...]) -> splits.SplitKeys:
+    """The record's cluster keys and bytes per output: all the plan gathers of a record (its
+    near-duplicate edges are found in bounded buckets, `near_pairs`)."""
     sizes = {
         o: sum(len(json.dumps(r, default=str)) for r in shards.rows_of(o, record)) for o in outputs
     }
-    return splits.SplitKeys(
-        id=record.id, keys=record.split_keys, signature=signature, bytes_by_output=sizes
+    return splits.SplitKeys(id=record.id, keys=record.split_keys, bytes_by_output=sizes)
+
+
+def near_pairs(records, near: NearDupConfig | None, threshold: float):
+    """Near-duplicate edges for the split clusters, as one (small) list: found by the same
+    bounded-bucket MinHash transform as dedup, verified at `threshold`."""
+    if near is None:
+        return records.pipeline | "NoNearPairs" >> beam.Create([[]])
+    from trajforge.pipelines.transforms.dedup import NearDupPairs, dedup_item
+
+    return (
+        records
+        | "NearItems"
+        >> beam.Map(lambda r: dedup_item(Trajectory.from_json(r.trajectory_json), r.id))
+        | "SplitNearPairs" >> NearDupPairs(near, verify_at=threshold, family="split_near")
+        | "AsPair" >> beam.Map(lambda flag: (flag[1][1], flag[0]))
+        | "UniquePairs" >> beam.Distinct()
+        | "GatherPairs" >> beam.combiners.ToList()
     )
 
 
@@ -67,28 +76,25 @@ class WriteOutputs(beam.PTransform):
         self.outputs = (shards.CANONICAL, *out.views)
         self.fractions = out.splits.model_dump(include={"train", "validation", "golden"})
         self.seed = out.splits.seed
-        near = config.quality.dedup.near
-        self.near = (
-            None
-            if out.splits.near_dup_threshold is None
-            else (near.num_perm, out.splits.near_dup_threshold, near.bands, near.rows)
-        )
+        threshold = out.splits.near_dup_threshold
+        self.near = None if threshold is None else config.quality.dedup.near
+        self.near_threshold = threshold or 0.0
         self.target_bytes = out.shard_mb * 1024 * 1024
         self.train_shards = out.num_shards
 
-    def _plan(self, items: list[splits.SplitKeys]) -> splits.SplitPlan:
-        near = None if self.near is None else self.near[1:]
+    def _plan(self, items: list[splits.SplitKeys], pairs: list) -> splits.SplitPlan:
         return splits.plan_splits(
-            items, self.fractions, self.seed, near, self.target_bytes, self.train_shards
+            items, self.fractions, self.seed, None, self.target_bytes, self.train_shards, pairs
         )
 
     def expand(self, records):
         keys = (
             records
-            | "SplitKeys" >> beam.Map(split_keys, self.outputs, self.near)
+            | "SplitKeys" >> beam.Map(split_keys, self.outputs)
             | "GatherKeys" >> beam.combiners.ToList()
         )
-        plan = keys | "PlanSplits" >> beam.Map(self._plan)
+        pairs = near_pairs(records, self.near, self.near_threshold)
+        plan = keys | "PlanSplits" >> beam.Map(self._plan, beam.pvalue.AsSingleton(pairs))
         (
             plan
             | "SplitsReport" >> beam.Map(plan_json, beam.pvalue.AsSingleton(keys))

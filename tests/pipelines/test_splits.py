@@ -121,10 +121,22 @@ def test_planted_near_duplicates_across_tasks_never_straddle(built_run, tmp_path
     assert len(split_of) == len(records)
     assert all(split_of[r.id] == split_of["p" + r.id[1:]] for r in originals)
     # Without near-duplicate grouping the planted pairs would straddle (the guard is needed).
-    near = (128, 0.7, 21, 6)
-    keys = [split_keys(r, ("data",), near) for r in records]
+    from trajforge.pipelines.transforms.dedup import dedup_text
+    from trajforge.schemas import Trajectory
+    from trajforge.verifiers.dedup import minhash_signature
+
+    keys = [split_keys(r, ("data",)) for r in records]
+    signed = [
+        k.model_copy(
+            update={
+                "signature": minhash_signature(dedup_text(Trajectory.from_json(r.trajectory_json)))
+            }
+        )
+        for k, r in zip(keys, records, strict=True)
+    ]
+    pairs = splits.near_dup_pairs(signed, 0.7, 21, 6)
     unguarded = splits.plan_splits(keys, FRACTIONS, 0, None, 1 << 30, None)
-    pairs = splits.near_dup_pairs(keys, 0.7, 21, 6)
     assert any(unguarded.split_of[a] != unguarded.split_of[b] for a, b in pairs)
-    guarded = splits.plan_splits(keys, FRACTIONS, 0, near[1:], 1 << 30, None)
-    assert guarded == splits.plan_splits(keys, FRACTIONS, 0, near[1:], 1 << 30, None)
+    guarded = splits.plan_splits(keys, FRACTIONS, 0, None, 1 << 30, None, pairs)
+    assert guarded == splits.plan_splits(signed, FRACTIONS, 0, (0.7, 21, 6), 1 << 30, None)
+    assert all(guarded.split_of[a] == guarded.split_of[b] for a, b in pairs)

@@ -1,0 +1,101 @@
+"""Bounded LSH buckets as a Beam composite, and the scale counters the manifest reports.
+
+    (key, (refiner, member)) -> count per key -> oversized keys (side input, small)
+                             -> oversized keys refined by the refiner -> GroupByKey
+                             -> (bucket key, [members])
+
+Only the keys over `cap` travel as a side input (at most records x bands / cap of them), so no
+worker holds every key; each bucket is then held whole by the one worker that checks it.
+"""
+
+from __future__ import annotations
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+
+#: Counters about dedup's own cost (candidate pairs, bucket sizes): kept out of the stage
+#: counters' namespace so progress and accounting never mistake them for records.
+SCALE_NAMESPACE = "trajforge.scale"
+
+
+def scale_counter(name: str):
+    return Metrics.counter(SCALE_NAMESPACE, name)
+
+
+def scale_distribution(name: str):
+    return Metrics.distribution(SCALE_NAMESPACE, name)
+
+
+def _refine(item, oversized: dict, cap: int):
+    from trajforge.verifiers.buckets import refined_key
+
+    key, (refiner, member) = item
+    return refined_key(key, refiner, oversized.get(key, 0), cap), member
+
+
+class BoundedBuckets(beam.PTransform):
+    """(key, (refiner, member)) -> (bucket key, list of members): a key over `cap` records is
+    split by the refiner (verifiers/buckets.py says why a content MinHash slot)."""
+
+    def __init__(self, cap: int, metric_prefix: str):
+        super().__init__()
+        self.cap = cap
+        self.prefix = metric_prefix
+
+    def expand(self, keyed):
+        cap = self.cap
+        sizes = scale_distribution(f"{self.prefix}.bucket_size")
+        refined_keys = scale_counter(f"{self.prefix}.refined_keys")
+
+        def oversized(kv):
+            if kv[1] > cap:
+                refined_keys.inc()
+                return True
+            return False
+
+        big = (
+            keyed
+            | "KeyOnly" >> beam.Map(lambda kv: (kv[0], None))
+            | "CountPerKey" >> beam.combiners.Count.PerKey()
+            | "Oversized" >> beam.Filter(oversized)
+        )
+
+        def measured(kv):
+            members = list(kv[1])
+            sizes.update(len(members))
+            return kv[0], members
+
+        return (
+            keyed
+            | "Refine" >> beam.Map(_refine, beam.pvalue.AsDict(big), cap)
+            | "GroupByBucket" >> beam.GroupByKey()
+            | "Measure" >> beam.Map(measured)
+        )
+
+
+def scale_report(result) -> dict[str, dict[str, int]]:
+    """Dedup's cost counters from a finished pipeline, for the manifest: candidate and verified
+    pairs, refined keys, and bucket sizes (count / max / mean) per LSH family."""
+    from apache_beam.metrics.metric import MetricsFilter
+
+    try:
+        found = result.metrics().query(MetricsFilter().with_namespace(SCALE_NAMESPACE))
+    except Exception:  # noqa: BLE001 - some runners cannot report metrics
+        return {}
+    out: dict[str, dict[str, int]] = {}
+    for c in found["counters"]:
+        family, name = c.key.metric.name.split(".", 1)
+        value = c.committed if c.committed is not None else c.attempted
+        out.setdefault(family, {})[name] = out.get(family, {}).get(name, 0) + int(value or 0)
+    for d in found["distributions"]:
+        family, name = d.key.metric.name.split(".", 1)
+        data = d.committed if d.committed is not None else d.attempted
+        if data is not None and data.count:
+            out.setdefault(family, {}).update(
+                {
+                    f"{name}_buckets": data.count,
+                    f"{name}_max": data.max,
+                    f"{name}_mean": round(data.sum / data.count, 2),
+                }
+            )
+    return out

@@ -1,0 +1,116 @@
+"""Rejected and dead-letter records as sharded JSON Lines, with a per-shard summary.
+
+    records -> canonical JSON -> total bytes (one number) -> shard count
+            -> (shard by id hash) -> GroupByKey -> one file per shard, lines sorted
+            -> per-shard summary (rows, counts by stage and reason) -> summary.json
+
+Rejections carry whole trajectories (~11-24 KB each), so at 1M tasks these outputs reach tens
+of GB: one shard per `JSONL_SHARD_MB` keeps each file (and the worker that writes it) bounded.
+The summary is what the manifest counts from, so nothing reads the records back to count them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections import Counter
+
+import apache_beam as beam
+
+from trajforge.pipelines import io
+from trajforge.schemas import Record
+
+#: Target uncompressed size of one JSON Lines shard.
+JSONL_SHARD_MB = 64
+
+
+class ShardSummary(Record):
+    """What one shard (or, summed, the whole folder) holds: counts by (stage, reason)."""
+
+    shards: tuple[tuple[str, int], ...] = ()  # (file name, rows)
+    counts: tuple[tuple[str, str, int], ...] = ()  # (stage, reason or "", rows)
+
+    def merged(self, other: ShardSummary) -> ShardSummary:
+        counts = Counter({(s, r): n for s, r, n in self.counts})
+        counts.update({(s, r): n for s, r, n in other.counts})
+        return ShardSummary(
+            shards=tuple(sorted(self.shards + other.shards)),
+            counts=tuple((s, r, n) for (s, r), n in sorted(counts.items())),
+        )
+
+
+def num_shards(total_bytes: int, shard_bytes: int) -> int:
+    """One shard per `shard_bytes` (at least one)."""
+    return max(1, math.ceil(total_bytes / shard_bytes))
+
+
+def shard_of(record_id: str, line: str, shards: int) -> int:
+    """A stable shard for a record: the same on every worker and rerun (never Python's hash)."""
+    digest = hashlib.blake2b(f"{record_id}\n{line}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") % shards
+
+
+def shard_file(sub: str, shard: int, shards: int) -> str:
+    return f"{sub}-{shard:05d}-of-{shards:05d}.jsonl"
+
+
+def write_shard(group, run_dir: str, sub: str) -> ShardSummary:
+    """Write one shard (lines sorted, so a retried write is identical) and summarise it."""
+    (shard, shards), entries = group
+    entries = sorted(entries)
+    name = shard_file(sub, shard, shards)
+    with io.FileSystems.create(io.join(run_dir, sub, name)) as f:
+        for _, line in entries:
+            f.write(line.encode("utf-8") + b"\n")
+    counts = Counter((stage, reason) for (stage, reason), _ in entries)
+    return ShardSummary(
+        shards=((name, len(entries)),),
+        counts=tuple((s, r, n) for (s, r), n in sorted(counts.items())),
+    )
+
+
+def summary_json(summaries: list[ShardSummary]) -> str:
+    total = ShardSummary()
+    for s in summaries:
+        total = total.merged(s)
+    return json.dumps(total.model_dump(mode="json"), sort_keys=True)
+
+
+class WriteShardedJsonl(beam.PTransform):
+    """Rejection / DeadLetter records -> <run_dir>/<sub>/<sub>-SSSSS-of-NNNNN.jsonl + summary."""
+
+    def __init__(self, run_dir: str, sub: str, shard_bytes: int = JSONL_SHARD_MB * 2**20):
+        super().__init__()
+        self.run_dir = run_dir
+        self.sub = sub
+        self.shard_bytes = shard_bytes
+
+    def expand(self, records):
+        run_dir, sub = self.run_dir, self.sub
+        lines = records | "ToJson" >> beam.Map(
+            lambda r: (r.record_id, (r.stage, getattr(r, "reason", "")), r.to_json())
+        )
+        shards = (
+            lines
+            | "Bytes" >> beam.Map(lambda e: len(e[2].encode("utf-8")) + 1)
+            | "TotalBytes" >> beam.CombineGlobally(sum)
+            | "ShardCount" >> beam.Map(num_shards, self.shard_bytes)
+        )
+
+        def keyed(entry, n):
+            rid, key, line = entry
+            return (shard_of(rid, line, n), n), (key, line)
+
+        return (
+            lines
+            | "KeyByShard" >> beam.Map(keyed, beam.pvalue.AsSingleton(shards))
+            | "GroupByShard" >> beam.GroupByKey()
+            | "WriteShard" >> beam.Map(write_shard, run_dir, sub)
+            | "Summaries" >> beam.combiners.ToList()
+            | "SummaryJson" >> beam.Map(summary_json)
+            | "WriteSummary"
+            >> beam.io.WriteToText(
+                io.join(run_dir, sub, io.JSONL_SUMMARY_FILE), num_shards=1, shard_name_template=""
+            )
+        )
