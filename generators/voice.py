@@ -1,0 +1,355 @@
+"""The user's voice: how a persona's traits shape what the simulated user says.
+
+A persona is more than a name: a terse, impatient user and a chatty, formal one should not
+produce the same sentences, and a trainer learns nothing from a thousand rows that open with the
+same words. `UserVoice` turns the trait vector (verbosity, formality, patience, hesitation before
+confirming, recall accuracy, mood) into phrasings for each thing a user says in a support chat:
+the opening, a piece of known info, a yes to a confirmation, "I don't know", the goodbye. Each
+intent has several phrasings per trait level; which one is said is chosen by a seed (the task id
+and the utterance's position), so a build is deterministic and rows still differ.
+
+The same voice writes the blueprint drafts (`blueprint_plan.py`) and the scripted user's turns
+(`user.py`), and `speaking_rules` is the prose version the LLM user and verbaliser prompts get.
+Every phrasing keeps the values it is given verbatim and adds none (no digit, no name), so the
+entity and user-fidelity checks hold for the drafts; a yes never contains a refusal word.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from trajforge.generators.prompts import info_label
+from trajforge.schemas import Persona, TraitVector, derive_seed
+
+_CASUAL = ("very_low", "low")
+_FORMAL = ("high", "very_high")
+
+
+def pick(options: Sequence[str], *key: object) -> str:
+    """One of `options`, chosen by the seed derived from `key` (stable across runs)."""
+    return random.Random(derive_seed(*key)).choice(tuple(options))
+
+
+def label_parts(label: str) -> tuple[str, str | None]:
+    """A known-info label as (noun, verb phrase): "order to cancel" -> ("order", "cancel"),
+    "items to return from #W1" -> ("items", "return from #W1"), "zip code" -> ("zip code", None).
+    The agent asks "Which order would you like to cancel?"; the user says "The order I want to
+    cancel is #W1"."""
+    name = info_label(label)
+    match = re.fullmatch(r"(\w+(?: \w+)?) to (.+)", name)
+    if match and not match.group(1).startswith(("reason", "refund")):
+        return match.group(1), match.group(2)
+    return name, None
+
+
+def _statement(label: str, value: str) -> str:
+    """The bare statement of one known-info item, lower-case first word."""
+    noun, verb = label_parts(label)
+    noun, verb = _mine(noun), verb and _mine(verb)
+    be = "are" if noun.endswith("s") and not noun.endswith("ss") else "is"
+    if verb is not None:
+        return f"the {noun} I want to {verb} {be} {value}"
+    if len(noun.split()) <= 2:
+        return f"my {noun} {be} {value}"
+    return f"the {noun} {be} {value}"
+
+
+def _mine(text: str) -> str:
+    """Scenario words in the user's mouth: "your" -> "my", "you" -> "I"."""
+    text = re.sub(r"\bthe account's\b", "my account's", text)
+    return re.sub(r"\byou\b", "I", re.sub(r"\byour\b", "my", text))
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _first_person_background(background: str) -> str | None:
+    """ "Ann is a nurse who shops late." -> "I'm a nurse and I shop late." (None if unparsed)."""
+    match = re.fullmatch(r".+? is (an? .+?) who (\S+)(.*)\.", background.strip())
+    if not match:
+        return None
+    verb = match.group(2)
+    verb = {"is": "am", "has": "have"}.get(verb, verb[:-1] if verb.endswith("s") else verb)
+    return f"I'm {match.group(1)} and I {verb}{match.group(3)}"
+
+
+#: "You want to ..." (a scenario's reason) or an already first-person "Hi, I want to ...".
+_WANTS_PREFIX = re.compile(r"^(?:(?:hi|hello),?\s+)?(?:you|i) (?:want|would like) to\s+", re.I)
+
+_GREETINGS = {
+    "casual": ("Hey", "Hi there", "Hiya", "Hey there", "Yo", "Hey hey"),
+    "neutral": ("Hi", "Hello", "Hi there", "Hello there", "Good morning", "Hey"),
+    "formal": ("Good day", "Hello", "Good afternoon", "Good morning", "Dear support team"),
+}
+_WANTS = {
+    "casual": ("I need to", "I wanna", "I gotta", "I'm trying to", "can you help me"),
+    "neutral": ("I want to", "I'd like to", "I need to", "I'm hoping to", "I'm looking to"),
+    "formal": ("I would like to", "I wish to", "I am writing because I need to", "I hope to"),
+}
+_MOODS = {
+    "angry": (
+        "Honestly, I'm pretty annoyed about this.",
+        "This whole thing has been a real headache.",
+        "I'm fed up, so I hope this gets sorted today.",
+    ),
+    "frustrated": (
+        "I've had trouble with this before, so I hope it goes smoothly this time.",
+        "It's been a frustrating week with this.",
+        "I've already spent too long on this.",
+    ),
+    "anxious": (
+        "I'm a little worried about getting this right.",
+        "I'm nervous I'll mess something up here.",
+        "Sorry, I get anxious about these things.",
+    ),
+    "confused": (
+        "I'm not totally sure how this works, so bear with me.",
+        "I'm a bit lost with all this.",
+        "I hope I'm asking the right place.",
+    ),
+    "cheerful": (
+        "Hope your day's going well!",
+        "Thanks in advance, you folks are great!",
+        "Happy to be chatting with you!",
+    ),
+}
+_HURRY = (
+    "I'm short on time, so quick help would be great.",
+    "I don't have long, so let's keep it quick.",
+    "Please be quick, I'm in a rush.",
+    "I have a meeting soon, so I'd appreciate speed.",
+    "Can we make this fast?",
+    "I'm between errands, so the quicker the better.",
+    "Time is tight for me today.",
+)
+
+
+@dataclass(frozen=True)
+class UserVoice:
+    """Phrasings for one persona in one task; `seed` varies them between tasks and turns."""
+
+    traits: TraitVector
+    background: str
+    seed: int | str
+
+    @classmethod
+    def of(cls, persona: Persona, seed: int | str) -> UserVoice:
+        return cls(persona.traits, persona.background, seed)
+
+    @property
+    def register(self) -> str:
+        if self.traits.formality in _CASUAL:
+            return "casual"
+        return "formal" if self.traits.formality in _FORMAL else "neutral"
+
+    @property
+    def hurried(self) -> bool:
+        return self.traits.patience in _CASUAL or self.traits.time_pressure in _FORMAL
+
+    @property
+    def chatty(self) -> bool:
+        return self.traits.verbosity in _FORMAL
+
+    def _pick(self, options: Sequence[str], *key: object) -> str:
+        return pick(options, self.seed, "voice", *key)
+
+    def opening(self, reason: str) -> str:
+        """The first message: greeting, what they want (from the scenario's reason), and, for
+        chatty or moody users, a word about themselves or how they feel."""
+        wants = _mine(_WANTS_PREFIX.sub("", reason.strip().rstrip(".")))
+        greet = self._pick(_GREETINGS[self.register], "greet")
+        want = self._pick(_WANTS[self.register], "want")
+        ask = "?" if want.startswith("can you") else "."
+        parts = [f"{greet}, {want} {wants}{ask}"]
+        about = _first_person_background(self.background)
+        if self.chatty and about:
+            lead = self._pick(("For context,", "A bit about me:", "Just so you know,", ""), "bg")
+            parts.append(_capital(f"{lead} {about}.".strip()))
+        mood = _MOODS.get(self.traits.emotional_state)
+        if mood and self.traits.verbosity != "very_low":
+            parts.append(self._pick(mood, "mood"))
+        if self.hurried:
+            parts.append(self._pick(_HURRY, "hurry"))
+        return " ".join(parts)
+
+    def give(self, label: str, value: str, turn: int) -> str:
+        """One piece of known info, said the persona's way; a low-recall user hedges."""
+        statement = _statement(label, value)
+        if info_label(label).lower() == "name":
+            statement = self._pick(
+                (f"my name is {value}", f"I'm {value}", f"this is {value}", f"it's {value}"),
+                "name",
+            )
+        lead = self._pick(_GIVE_LEADS[self.register], "give", turn)
+        text = f"{lead} {statement}" if lead else _capital(statement)
+        if self.traits.recall_accuracy in _CASUAL and info_label(label).lower() != "name":
+            text += self._pick(_HEDGES, "hedge", turn)
+        if self.chatty and self.traits.verbosity == "very_high":
+            text += self._pick(_CHATTY_TAILS, "tail", turn)
+        return _capital(text) + "."
+
+    def affirm(self, turn: int) -> str:
+        """A yes to a confirmation: hesitant users think first, impatient ones hurry it along,
+        distrustful ones add a condition. Never a refusal word (the policy checks read it)."""
+        if self.traits.decisiveness in _CASUAL:
+            lead = self._pick(_HESITATIONS, "hesitate", turn)
+        elif self.hurried:
+            lead = self._pick(("", "Fine,", "Okay,", "Alright,"), "hurry-yes", turn)
+        else:
+            lead = self._pick(("", "Great,", "Perfect,", "Okay,", "Right,"), "yes-lead", turn)
+        yes = self._pick(_YESES[self.register], "yes", turn)
+        if self.hurried:
+            yes += self._pick(
+                (", and quickly please", ", let's get it done", ", right away please"), "q"
+            )
+        text = f"{lead} {yes[0].lower()}{yes[1:]}" if lead else yes
+        if self.traits.trust_in_agent in _CASUAL:
+            text += self._pick(_CONDITIONS, "trust", turn)
+        return _capital(text) + "."
+
+    def unknown(self, turn: int) -> str:
+        """The user does not know what was asked (never invents it)."""
+        return self._pick(_UNKNOWN[self.register], "unknown", turn)
+
+    def close(self, reason: str = "") -> str:
+        """The goodbye; chatty users thank for what was done (the scenario's reason)."""
+        pool = _CLOSES["hurried"] if self.hurried else _CLOSES[self.register]
+        text = self._pick(pool, "close")
+        wants = _WANTS_PREFIX.sub("", reason.strip().rstrip("."))
+        if self.chatty and ":" not in wants and wants != reason.strip().rstrip("."):
+            wants = _mine(wants)
+            text += f" Thanks again for helping me {wants}."
+        return text
+
+    def nudge(self, turn: int) -> str:
+        """When the agent says nothing the user can answer: ask it to go on."""
+        return self._pick(_NUDGES[self.register], "nudge", turn)
+
+
+_GIVE_LEADS = {
+    "casual": ("", "Sure,", "Yep,", "Oh,", "Okay so", "Right,", "Yeah,"),
+    "neutral": ("", "Sure,", "Of course,", "Okay,", "Yes,", "Sure thing,"),
+    "formal": ("", "Certainly,", "Of course,", "Yes,", "Gladly,", "Certainly:"),
+}
+_HEDGES = (
+    ", if I remember correctly",
+    ", I think",
+    ", at least I believe so",
+    ", if my memory serves",
+    ", unless I'm mixing things up",
+)
+_CHATTY_TAILS = (
+    ", in case that helps",
+    ", I wrote it down somewhere",
+    ", I double-checked that one earlier",
+    ", as far as I know",
+)
+_HESITATIONS = (
+    "Hmm, let me think, okay,",
+    "Um, I guess that's right, so",
+    "Let me just look that over, alright,",
+    "Well, I suppose so,",
+    "Uh, okay, I think that's correct, so",
+    "Give me a second, right, that matches, so",
+)
+_YESES = {
+    "casual": ("Yep, go for it", "Yeah, do it", "Sure, go ahead", "Yup, sounds good", "Ok, do it"),
+    "neutral": (
+        "Yes, please go ahead",
+        "Yes, that's right, go ahead",
+        "Sounds good, please do",
+        "Yes, please proceed",
+        "That's correct, go ahead",
+    ),
+    "formal": (
+        "Yes, please proceed",
+        "That is correct, please go ahead",
+        "Yes, I confirm",
+        "Indeed, please proceed",
+        "Yes, you may proceed",
+    ),
+}
+_CONDITIONS = (
+    ", as long as those details are exactly right",
+    ", provided that is exactly what you listed",
+    ", and please make sure it's exactly as you said",
+)
+_UNKNOWN = {
+    "casual": ("No idea, sorry.", "Hmm, I don't know that one.", "Not sure, sorry."),
+    "neutral": ("Sorry, I don't know that.", "I'm afraid I don't know.", "I'm not sure, sorry."),
+    "formal": ("I am afraid I do not know that.", "Unfortunately I do not have that information."),
+}
+_CLOSES = {
+    "casual": (
+        "Cool, that's all, thanks!",
+        "Awesome, that's everything, cheers!",
+        "Great, I'm all set, thanks a bunch!",
+        "Nice, that's it for me, thanks!",
+        "Sweet, thanks, that's all I needed!",
+    ),
+    "neutral": (
+        "No, that's all, thank you!",
+        "That's everything I needed, thanks!",
+        "Thanks, that covers it.",
+        "Great, that's all for today, thank you.",
+        "Perfect, nothing else, thanks!",
+        "That's all, thanks for your help!",
+    ),
+    "formal": (
+        "That will be all, thank you very much for your help.",
+        "Thank you kindly, that is everything.",
+        "Nothing further, thank you for your assistance.",
+        "I appreciate your help, that is all for today.",
+        "That concludes my requests, thank you.",
+    ),
+    "hurried": (
+        "Fine, that's all.",
+        "Okay, done, thanks.",
+        "That's it, thanks.",
+        "Good, that's everything, bye.",
+        "All done then, thanks.",
+        "Great, that's all I needed, bye.",
+        "Finally, thanks, that's it.",
+        "Right, that's all, bye.",
+        "Okay, that's everything, cheers.",
+    ),
+}
+_NUDGES = {
+    "casual": ("So can you sort it out?", "Can you just do it?", "What's next then?"),
+    "neutral": ("Could you please take care of my request?", "Can you help me with that?"),
+    "formal": ("Could you kindly proceed with my request?", "Would you please handle it?"),
+}
+
+
+def speaking_rules(traits: TraitVector) -> str:
+    """The traits as concrete speaking rules for an LLM user (length, tone, patience,
+    hesitation, recall): the same behaviour the scripted voice follows."""
+    length = {
+        "very_low": "Answer in a few words.",
+        "low": "Keep every message to one short sentence.",
+        "medium": "Write one or two sentences per message.",
+        "high": "Write two or three sentences; mention a little about yourself.",
+        "very_high": "Write long messages with side remarks about your life.",
+    }[traits.verbosity]
+    tone = {
+        "casual": "Use casual words and contractions.",
+        "neutral": "Use a neutral tone.",
+        "formal": "Use polite, formal wording.",
+    }[UserVoice(traits, "", 0).register]
+    rules = [length, tone]
+    if traits.patience in _CASUAL or traits.time_pressure in _FORMAL:
+        rules.append("You are impatient: push the agent to hurry.")
+    if traits.decisiveness in _CASUAL:
+        rules.append("Before saying yes to an action, hesitate briefly, then confirm.")
+    if traits.recall_accuracy in _CASUAL:
+        rules.append(
+            "You remember details vaguely: describe things by what they are rather than by "
+            "number when you can, and say when you are unsure (never invent a detail)."
+        )
+    if traits.trust_in_agent in _CASUAL:
+        rules.append("Double-check the details the agent lists before agreeing.")
+    return " ".join(rules)
