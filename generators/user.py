@@ -22,12 +22,11 @@ from trajforge.generators.prompts import (
     OUT_OF_SCOPE_TOKEN,
     STOP_TOKEN,
     TRANSFER_TOKEN,
-    info_label,
     role_reminder,
     user_system_prompt,
 )
 from trajforge.generators.vocabulary import GENERIC_VOCABULARY, DomainVocabulary
-from trajforge.generators.voice import UserVoice
+from trajforge.generators.voice import UserVoice, info_label
 from trajforge.schemas import (
     ChatRequest,
     ChatResponse,

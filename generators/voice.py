@@ -21,7 +21,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from trajforge.generators.prompts import info_label
 from trajforge.schemas import Persona, TraitVector, derive_seed
 
 _CASUAL = ("very_low", "low")
@@ -31,6 +30,11 @@ _FORMAL = ("high", "very_high")
 def pick(options: Sequence[str], *key: object) -> str:
     """One of `options`, chosen by the seed derived from `key` (stable across runs)."""
     return random.Random(derive_seed(*key)).choice(tuple(options))
+
+
+def info_label(label: str) -> str:
+    """A known-info label without its parenthetical hint ("order to ask about (#W1)")."""
+    return re.sub(r"\s*\([^)]*\)", "", label).replace("_", " ").strip()
 
 
 def label_parts(label: str) -> tuple[str, str | None]:
