@@ -198,10 +198,13 @@ def write_report(
     *key: object,
     changed: Sequence[str] | None = None,
 ) -> str:
-    """One sentence telling the user what a write did, from its arguments and its result."""
+    """One sentence telling the user what a write did, from its arguments and its result; ""
+    when the result names no object (a recorded answer: the answer sentence tells it)."""
     verb, *rest = name.split("_")
     result = _parsed(observation)
     obj = _object(arguments, result)
+    if obj == "your request" and not isinstance(result, dict):
+        return ""
     if rest:
         thing = _thing(rest, obj)
     else:
@@ -265,6 +268,8 @@ def answer(value: str, results: Sequence[tuple[dict[str, Any], str]], *key: obje
     latest result holding it gives the field's name and the object it belongs to."""
     for arguments, observation in reversed(results):
         result = _parsed(observation)
+        if not isinstance(result, dict):  # a list of hits describes no one object
+            continue
         for path, parent in sorted(_find(result, value), key=lambda found: len(found[0]))[:1]:
             subject = _object(arguments, result)
             if isinstance(parent.get("options"), dict):
@@ -309,4 +314,4 @@ def closing(sentences: Sequence[str], *key: object, name: str | None = None) -> 
         thanks = f"{thanks[:-1]}, {name.split()[0]},"
     offer = pick(_ANYTHING, *key, "offer")
     offer = f"{thanks} {offer}" if thanks else offer[0].upper() + offer[1:]
-    return " ".join([*sentences, offer])
+    return " ".join([*(s for s in sentences if s), offer])

@@ -168,7 +168,7 @@ class UserVoice:
         greet = self._pick(_GREETINGS[self.register], "greet")
         want = self._pick(_WANTS[self.register], "want")
         ask = "?" if want.startswith("can you") else "."
-        parts = [f"{greet}, {want} {wants}{ask}"]
+        parts = [f"{greet}, {want} {wants}{'' if wants.endswith(('?', '!')) else ask}"]
         about = _first_person_background(self.background)
         if self.chatty and about:
             lead = self._pick(("For context,", "A bit about me:", "Just so you know,", ""), "bg")
@@ -192,7 +192,7 @@ class UserVoice:
         text = f"{lead} {statement}" if lead else _capital(statement)
         if self.traits.recall_accuracy in _CASUAL and info_label(label).lower() != "name":
             text += self._pick(_HEDGES, "hedge", turn)
-        if self.chatty and self.traits.verbosity == "very_high":
+        if self.traits.verbosity == "very_high" and info_label(label).lower() != "name":
             text += self._pick(_CHATTY_TAILS, "tail", turn)
         return _capital(text) + "."
 
@@ -234,10 +234,12 @@ class UserVoice:
         return self._pick(_NUDGES[self.register], "nudge", turn)
 
 
+#: Leads of an answer carry no "yes"/"sure"/"okay": a policy check reads a user turn with one
+#: as a confirmation, and an answer to a question is not consent to an action.
 _GIVE_LEADS = {
-    "casual": ("", "Sure,", "Yep,", "Oh,", "Okay so", "Right,", "Yeah,"),
-    "neutral": ("", "Sure,", "Of course,", "Okay,", "Yes,", "Sure thing,"),
-    "formal": ("", "Certainly,", "Of course,", "Yes,", "Gladly,", "Certainly:"),
+    "casual": ("", "Oh,", "Right,", "So,", "Um,", "Well,", "Hmm,"),
+    "neutral": ("", "Well,", "Right,", "So,", "Let me see,", "Here you go:"),
+    "formal": ("", "Certainly,", "Gladly,", "Certainly:", "Allow me:", "For your records,"),
 }
 _HEDGES = (
     ", if I remember correctly",
