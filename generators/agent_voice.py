@@ -125,7 +125,7 @@ _CONFIRMS = (
     "I'm ready to {action}; do you confirm?",
     "Should I {action}?",
     "Would you like me to {action} now?",
-    "Here is what I'll do: {action}. May I proceed?",
+    "Here is what I'll do: {action}; may I proceed?",
     "Can you confirm you'd like me to {action}?",
     "Please confirm: I will {action}, is that right?",
 )
@@ -187,7 +187,11 @@ def _outcome(arguments: dict[str, Any], result: Any, changed: Sequence[str] | No
     if "address1" in arguments:
         return f"; the address is now {address_words(arguments)}"
     fields = [k for k in sorted(result) if k in (changed or ()) and not k.endswith("_id")]
-    fields = [k for k in fields if isinstance(result[k], str | int | float)]
+    fields = [
+        k
+        for k in fields
+        if isinstance(result[k], str | int | float) and not isinstance(result[k], bool)
+    ]
     return "".join(f", and the {_noun(k)} is now {spoken(result[k])}" for k in fields[:1])
 
 
@@ -219,10 +223,12 @@ def _same(leaf: Any, value: str) -> bool:
     if isinstance(leaf, bool) or leaf is None:
         return False
     if isinstance(leaf, int | float):
-        try:
-            return abs(float(value) - float(leaf)) < 0.005
+        try:  # an unsigned amount ("2.52" to pay or refund) matches either sign
+            number = float(value)
         except ValueError:
             return False
+        leaf = abs(leaf) if not value.strip().startswith("-") else leaf
+        return abs(number - float(leaf)) < 0.005
     return isinstance(leaf, str) and leaf.strip().lower() == value.strip().lower()
 
 
@@ -276,7 +282,8 @@ def answer(value: str, results: Sequence[tuple[dict[str, Any], str]], *key: obje
                 subject = f"{subject} ({spoken(parent['options'])})"
             what = _key_words(str(path[-1]))
             pool = _IN_STOCK if parent.get("available") is True else _ANSWERS
-            return pick(pool, *key, "answer").format(what=what, subject=subject, value=value)
+            said = pick(pool, *key, "answer").format(what=what, subject=subject, value=value)
+            return said[0].upper() + said[1:]
     return pick(_FALLBACK, *key, "answer").format(value=value)
 
 

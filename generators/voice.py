@@ -129,6 +129,10 @@ _HURRY = (
     "Can we make this fast?",
     "I'm between errands, so the quicker the better.",
     "Time is tight for me today.",
+    "I need this done fast, please.",
+    "I only have a few minutes.",
+    "Let's be quick about it.",
+    "I'm in a bit of a hurry today.",
 )
 
 
