@@ -27,6 +27,12 @@ _CASUAL = ("very_low", "low")
 _FORMAL = ("high", "very_high")
 
 
+#: A name the user asserts ("my name is Ann Lee", "I'm Ann Lee", "this is Ann Lee").
+NAME_CLAIM = re.compile(
+    r"\b(?i:my name is|i am|i'm|this is|it's|name's)\s+([A-Z][a-z]+(?:[ -][A-Z][\w'-]+)+)"
+)
+
+
 def pick(options: Sequence[str], *key: object) -> str:
     """One of `options`, chosen by the seed derived from `key` (stable across runs)."""
     return random.Random(derive_seed(*key)).choice(tuple(options))

@@ -134,3 +134,12 @@ def test_the_user_in_the_world_is_the_persona(domain_name):
         assert apply_patches(fresh, task.initial_state.patches) == domain.initial_state(
             task.initial_state
         )
+
+
+def test_a_rewrite_that_gives_another_name_is_refused():
+    from trajforge.generators.blueprint_plan import Utterance
+    from trajforge.generators.verbalise import acceptable
+
+    said = Utterance("user", "My name is Ann Lee.", ("Ann Lee",), ("You are Ann Lee.", "Ann Lee"))
+    assert acceptable("Hello, my name is Ann Lee.", said)
+    assert not acceptable("Hi, I'm John Smith, my name is Ann Lee.", said)
