@@ -181,9 +181,8 @@ class _PlanWriter:
         args = json.dumps(call.arguments, sort_keys=True)
         required = tuple(t for t in entity_tokens(confirm) if t in args)
         self.plan.append(Utterance("assistant", confirm, required, (*self.agent_facts, args)))
-        yes = self.voice.affirm(len(self.plan))
-        said_yes = ("yes",) if "yes" in yes.lower() else ()
-        self.plan.append(Utterance("user", yes, said_yes, self.user_facts))
+        yes = self.voice.affirm(len(self.plan))  # says "yes": a rewrite must keep it
+        self.plan.append(Utterance("user", yes, ("yes",), self.user_facts))
 
     def execute(self, item: SkeletonCall) -> None:
         if item.execution.mutating and self.confirm_writes:

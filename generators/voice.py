@@ -272,20 +272,28 @@ _HESITATIONS = (
     "Uh, okay, I think that's correct, so",
     "Give me a second, right, that matches, so",
 )
+#: Every yes says "yes": the blueprint requires the word, so a model rewrite that drops the
+#: consent (or repeats the previous turn) falls back to the draft.
 _YESES = {
-    "casual": ("Yep, go for it", "Yeah, do it", "Sure, go ahead", "Yup, sounds good", "Ok, do it"),
+    "casual": (
+        "Yes, go for it",
+        "Oh yes, do it",
+        "Yes, sure, go ahead",
+        "Yes yes, sounds good",
+        "Yes, do it",
+    ),
     "neutral": (
         "Yes, please go ahead",
         "Yes, that's right, go ahead",
-        "Sounds good, please do",
+        "Sounds good, yes, please do",
         "Yes, please proceed",
-        "That's correct, go ahead",
+        "That's correct, yes, go ahead",
     ),
     "formal": (
         "Yes, please proceed",
-        "That is correct, please go ahead",
+        "Yes, that is correct, please go ahead",
         "Yes, I confirm",
-        "Indeed, please proceed",
+        "Indeed, yes, please proceed",
         "Yes, you may proceed",
     ),
 }

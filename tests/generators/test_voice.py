@@ -143,3 +143,25 @@ def test_a_rewrite_that_gives_another_name_is_refused():
     said = Utterance("user", "My name is Ann Lee.", ("Ann Lee",), ("You are Ann Lee.", "Ann Lee"))
     assert acceptable("Hello, my name is Ann Lee.", said)
     assert not acceptable("Hi, I'm John Smith, my name is Ann Lee.", said)
+
+
+def test_every_yes_says_yes():
+    """The blueprint requires "yes" in a confirmation's rewrite, so every draft must say it."""
+    from trajforge.generators.values import mentions_value
+
+    for seed in range(40):
+        for formality in ("very_low", "medium", "very_high"):
+            for decisiveness in ("very_low", "very_high"):
+                said = voice(seed, formality=formality, decisiveness=decisiveness).affirm(seed)
+                assert mentions_value(said, "yes"), said
+
+
+def test_a_rewrite_of_a_confirmation_must_still_ask():
+    from trajforge.generators.blueprint_plan import Utterance
+    from trajforge.generators.verbalise import acceptable
+
+    ask = Utterance(
+        "assistant", "Should I cancel the pending order (order #W1)?", ("#W1",), ("#W1",)
+    )
+    assert acceptable("Shall I go ahead and cancel the pending order #W1?", ask)
+    assert not acceptable("I will cancel the pending order #W1 now.", ask)
