@@ -127,18 +127,22 @@ _MOODS = {
         "Happy to be chatting with you!",
     ),
 }
-_HURRY = (
-    "I'm short on time, so quick help would be great.",
-    "I don't have long, so let's keep it quick.",
-    "Please be quick, I'm in a rush.",
-    "I have a meeting soon, so I'd appreciate speed.",
-    "Can we make this fast?",
-    "I'm between errands, so the quicker the better.",
-    "Time is tight for me today.",
-    "I need this done fast, please.",
-    "I only have a few minutes.",
-    "Let's be quick about it.",
-    "I'm in a bit of a hurry today.",
+#: "I'm short on time" + "so let's keep it quick": two slots, so few rows share the sentence.
+_HURRY_WHY = (
+    "I'm short on time",
+    "I have a meeting soon",
+    "I'm between errands",
+    "I only have a few minutes",
+    "Time is tight for me today",
+    "I'm in a bit of a hurry",
+    "I need to leave shortly",
+)
+_HURRY_ASK = (
+    "so let's keep it quick.",
+    "so quick help would be great.",
+    "so please be quick.",
+    "so the quicker the better.",
+    "so I'd appreciate speed.",
 )
 
 
@@ -187,7 +191,7 @@ class UserVoice:
         if mood and self.traits.verbosity != "very_low":
             parts.append(self._pick(mood, "mood"))
         if self.hurried:
-            parts.append(self._pick(_HURRY, "hurry"))
+            parts.append(f"{self._pick(_HURRY_WHY, 'hurry')}, {self._pick(_HURRY_ASK, 'hurry2')}")
         return " ".join(parts)
 
     def give(self, label: str, value: str, turn: int) -> str:
@@ -231,8 +235,9 @@ class UserVoice:
 
     def close(self, reason: str = "") -> str:
         """The goodbye; chatty users thank for what was done (the scenario's reason)."""
-        pool = _CLOSES["hurried"] if self.hurried else _CLOSES[self.register]
-        text = self._pick(pool, "close")
+        acks, cores, ends = _CLOSES["hurried"] if self.hurried else _CLOSES[self.register]
+        parts = (self._pick(acks, "close"), self._pick(cores, "close2"), self._pick(ends, "close3"))
+        text = ", ".join(parts)
         wants = _WANTS_PREFIX.sub("", reason.strip().rstrip("."))
         if self.chatty and ":" not in wants and wants != reason.strip().rstrip("."):
             wants = _mine(wants)
@@ -307,39 +312,27 @@ _UNKNOWN = {
     "neutral": ("Sorry, I don't know that.", "I'm afraid I don't know.", "I'm not sure, sorry."),
     "formal": ("I am afraid I do not know that.", "Unfortunately I do not have that information."),
 }
+#: Goodbyes as (acknowledgement, "that's all", sign-off) slots per register.
 _CLOSES = {
     "casual": (
-        "Cool, that's all, thanks!",
-        "Awesome, that's everything, cheers!",
-        "Great, I'm all set, thanks a bunch!",
-        "Nice, that's it for me, thanks!",
-        "Sweet, thanks, that's all I needed!",
+        ("Cool", "Awesome", "Great", "Nice", "Sweet", "Perfect"),
+        ("that's all", "I'm all set", "that's it for me", "that's everything"),
+        ("thanks!", "cheers!", "thanks a bunch!", "thanks a lot!"),
     ),
     "neutral": (
-        "No, that's all, thank you!",
-        "That's everything I needed, thanks!",
-        "Thanks, that covers it.",
-        "Great, that's all for today, thank you.",
-        "Perfect, nothing else, thanks!",
-        "That's all, thanks for your help!",
+        ("Great", "Perfect", "Alright", "Wonderful", "Okay"),
+        ("that's all", "that's everything I needed", "that covers it", "nothing else for today"),
+        ("thank you!", "thanks for your help.", "thanks.", "much appreciated."),
     ),
     "formal": (
-        "That will be all, thank you very much for your help.",
-        "Thank you kindly, that is everything.",
-        "Nothing further, thank you for your assistance.",
-        "I appreciate your help, that is all for today.",
-        "That concludes my requests, thank you.",
+        ("Thank you kindly", "Excellent", "Very good", "Much obliged", "Splendid"),
+        ("that is everything", "that will be all", "nothing further", "that concludes my requests"),
+        ("thank you for your assistance.", "I appreciate your help.", "thank you very much."),
     ),
     "hurried": (
-        "Fine, that's all.",
-        "Okay, done, thanks.",
-        "That's it, thanks.",
-        "Good, that's everything, bye.",
-        "All done then, thanks.",
-        "Great, that's all I needed, bye.",
-        "Finally, thanks, that's it.",
-        "Right, that's all, bye.",
-        "Okay, that's everything, cheers.",
+        ("Fine", "Okay", "Good", "Right", "Alright", "Finally"),
+        ("that's all", "that's it", "all done", "that's everything"),
+        ("thanks.", "bye.", "cheers.", "thanks, bye."),
     ),
 }
 _NUDGES = {
