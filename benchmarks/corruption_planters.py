@@ -309,12 +309,16 @@ def outcome_not_told(t: Trajectory, d: Domain, rng: random.Random) -> Trajectory
 
 # --- good variants ---------------------------------------------------------------------------
 
-_PARAPHRASES = (
-    ("Could you please tell me the", "May I have the"),
-    ("Yes, please go ahead.", "Yes, that's right, please do it."),
-    ("No, that's all. Thank you!", "That's everything, thanks a lot!"),
-    ("Is there anything else I can help you with?", "Can I help with anything else today?"),
-    ("Your request has been completed.", "That is all done."),
+_PARAPHRASES = (  # stock pieces of the drafts (generators/voice.py, generators/agent_voice.py)
+    ("could you please tell me", "may I have"),
+    ("Could you", "Would you"),
+    ("could you", "would you"),
+    ("which order would you like to", "which order do you wish to"),
+    ("is there anything else I can help you with?", "can I help with anything else today?"),
+    ("please go ahead", "please do it"),
+    ("Thank you", "Many thanks"),
+    ("I've ", "I have "),
+    ("Thanks", "Thank you"),
 )
 
 

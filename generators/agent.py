@@ -9,12 +9,18 @@ only the oracle is built from the task (by design, it is the answer key).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
-from trajforge.generators.user import response_cost
+from trajforge.generators.agent_voice import (
+    answer,
+    closing,
+    confirm_prompt,
+    user_name,
+    write_report,
+)
+from trajforge.generators.user import asks_confirmation, response_cost
 from trajforge.schemas import (
     ChatRequest,
     Cost,
@@ -91,70 +97,47 @@ class LLMAgent:
         return AgentTurn(message=message, cost=response_cost(response))
 
 
-def oracle_closing(task: Task, reports: Sequence[str] = ()) -> str:
-    """The oracle's final message: what each write did, every expected output, the done phrase."""
-    outputs = "; ".join(task.expected_outputs)
-    facts = f"Here is what you asked for: {outputs}. " if outputs else ""
-    done = "".join(f"{r} " for r in reports)
-    return (
-        f"{done}{facts}Your request has been completed. Is there anything else I can help you with?"
-    )
+def oracle_closing(
+    task: Task,
+    reports: Sequence[str] = (),
+    results: Sequence[tuple[dict[str, Any], str]] = (),
+) -> str:
+    """The oracle's final message: what each write did, each expected output in a sentence
+    about what a tool showed (`results`: arguments and observation per call), the offer of
+    further help. Phrasing varies with the task id (`agent_voice`)."""
+    answers = [answer(v, results, task.id, i) for i, v in enumerate(task.expected_outputs)]
+    return closing([*reports, *answers], task.id, name=user_name(dict(task.scenario.known_info)))
 
 
-def write_report(name: str, arguments: dict[str, object], observation: str) -> str:
-    """One sentence telling the user what a write did, built from its arguments and result."""
-    details = _details(arguments)
-    status = ""
-    try:
-        result = json.loads(observation)
-    except ValueError:
-        result = None
-    if isinstance(result, dict) and isinstance(result.get("status"), str):
-        status = f"; its status is now {result['status']}"
-    return f"I have completed the {name.replace('_', ' ')} ({details}){status}."
-
-
-def _oracle_reports(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> list[str]:
+def _oracle_results(messages: Sequence[Message], tools: Sequence[ToolSpec]):
+    """(call, observation, is a successful write) for each tool result in the conversation."""
     writes = {t.name for t in tools if t.mutates_state}
     calls = {c.id: c for m in messages if m.role == "assistant" for c in m.tool_calls}
-    return [
-        write_report(calls[m.tool_call_id].name, calls[m.tool_call_id].arguments, m.content or "")
-        for m in messages
-        if m.role == "tool"
-        and m.tool_call_id in calls
-        and calls[m.tool_call_id].name in writes
-        and not (m.content or "").startswith("Error")
+    for m in messages:
+        if m.role == "tool" and m.tool_call_id in calls:
+            call = calls[m.tool_call_id]
+            ok = call.name in writes and not (m.content or "").startswith("Error")
+            yield call, m.content or "", ok
+
+
+def _final_message(task: Task, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> str:
+    results = list(_oracle_results(messages, tools))
+    reports = [
+        write_report(call.name, call.arguments, text, task.id, i)
+        for i, (call, text, ok) in enumerate(results)
+        if ok
     ]
-
-
-def confirmation_prompt(action: GoldAction) -> str:
-    """The oracle's request for a yes before a write: the action and every argument, in words."""
-    details = _details(action.arguments)
-    return f"To confirm, I will {action.name.replace('_', ' ')} ({details}). Shall I go ahead (yes/no)?"
-
-
-def _details(arguments: dict[str, object]) -> str:
-    """`key value, ...` in words, leaving out empty values (no "address2 ," in customer text)."""
-    words = ((k.replace("_", " "), spoken(v)) for k, v in sorted(arguments.items()))
-    return ", ".join(f"{k} {v}" for k, v in words if v.strip())
-
-
-def spoken(value: object) -> str:
-    """A JSON-like value in words: dicts as `key value`, lists joined with "and"."""
-    if isinstance(value, dict):
-        return ", ".join(f"{k.replace('_', ' ')} {spoken(v)}" for k, v in sorted(value.items()))
-    if isinstance(value, list | tuple):
-        return " and ".join(spoken(v) for v in value)
-    return str(value)
+    return oracle_closing(task, reports, [(c.arguments, text) for c, text, _ in results])
 
 
 def _just_confirmed(messages: Sequence[Message]) -> bool:
+    """The user's last turn answers the agent's confirmation prompt."""
     texts = [m for m in messages if m.content and m.role in ("user", "assistant")]
     return (
         len(texts) >= 2
         and texts[-1].role == "user"
         and texts[-2].role == "assistant"
-        and ((texts[-2].content or "").startswith("To confirm"))
+        and asks_confirmation(texts[-2].content or "")
         and messages[-1].role == "user"
     )
 
@@ -177,11 +160,12 @@ class OracleAgent:
         if issued < len(gold):
             action = gold[issued]
             if _writes(action, tools) and not _just_confirmed(messages):
-                return AgentTurn(Message(role="assistant", content=confirmation_prompt(action)))
+                prompt = confirm_prompt(action.name, action.arguments, self._task.id, issued)
+                return AgentTurn(Message(role="assistant", content=prompt))
             call = ToolCall(id=f"call_{issued}", name=action.name, arguments=action.arguments)
             return AgentTurn(Message(role="assistant", content=None, tool_calls=(call,)))
-        closing = oracle_closing(self._task, _oracle_reports(messages, tools))
-        return AgentTurn(Message(role="assistant", content=closing))
+        final = _final_message(self._task, messages, tools)
+        return AgentTurn(Message(role="assistant", content=final))
 
 
 def _writes(action: GoldAction, tools: Sequence[ToolSpec]) -> bool:

@@ -16,11 +16,18 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from trajforge.generators.agent import oracle_closing, spoken, write_report
+from trajforge.generators.agent_voice import (
+    answer,
+    ask_for,
+    closing,
+    confirm_prompt,
+    user_name,
+    write_report,
+)
 from trajforge.generators.entities import entity_tokens
-from trajforge.generators.prompts import first_person, giving_info, info_label
 from trajforge.generators.tooling import Domain, ToolExecution, state_hash
 from trajforge.generators.values import leaf_strings, states_value
+from trajforge.generators.voice import UserVoice
 from trajforge.schemas import Rejected, Task, ToolCall
 
 Speaker = Literal["user", "assistant"]
@@ -62,20 +69,6 @@ def execute_skeleton(task: Task, domain: Domain) -> tuple[BaseModel, list[Skelet
     if state_hash(state) != task.gold_final_hash:
         raise Rejected("generation_failed", "gold plan does not reach task.gold_final_hash")
     return state, executed
-
-
-def _human(label: str) -> str:
-    return label.replace("_", " ").strip()
-
-
-def _describe_call(call: ToolCall) -> str:
-    args = ", ".join(f"{_human(k)} {_arg_text(v)}" for k, v in call.arguments.items())
-    return f"{_human(call.name)} ({args})" if args else _human(call.name)
-
-
-def _arg_text(value: object) -> str:
-    """An argument in words (lists joined with "and"): customer text never shows JSON."""
-    return spoken(value)
 
 
 def _call_facts(item: SkeletonCall) -> tuple[str, ...]:
@@ -121,8 +114,9 @@ def info_slots(known_info: dict[str, str], calls: list[SkeletonCall]) -> list[in
     items to exchange, once the order is open). Any other item goes no earlier than the item
     before it in `known_info` (sub-goals are listed in gold order), and right before the first
     later call whose output shows a name it uses (a product asked about, before the product
-    list; a write's output does not count: it answers the request just made); the first item,
-    if unlinked, goes with the opening (a name with an email sign-in).
+    list; a write's output does not count: it answers the request just made; when that call
+    ends a run of look-ups of the same tool, a search over candidates, the item goes before the
+    run); the first item, if unlinked, goes with the opening (a name with an email sign-in).
     `len(calls)` means "before the summary".
     """
     slots: list[int] = []
@@ -142,31 +136,53 @@ def info_slots(known_info: dict[str, str], calls: list[SkeletonCall]) -> list[in
                 for i in range(after, len(calls))
                 if not calls[i].execution.mutating and _shows(calls[i], value)
             ]
-            slots.append(shown[0] if shown else after)
+            slots.append(_search_start(calls, shown[0], after) if shown else after)
     return slots
+
+
+def _search_start(calls: list[SkeletonCall], found: int, after: int) -> int:
+    """The first of the run of same-tool reads that ends at `found`: the agent opens candidates
+    (the user's orders) until one shows what the user described, so the user describes it
+    before the search starts, not before the last look."""
+    start = found
+    while (
+        start - 1 >= after
+        and calls[start - 1].call.name == calls[found].call.name
+        and not calls[start - 1].execution.mutating
+    ):
+        start -= 1
+    return start
 
 
 @dataclass
 class _PlanWriter:
-    """Builds the plan in conversation order, tracking what each speaker may cite so far."""
+    """Builds the plan in conversation order, tracking what each speaker may cite so far.
 
+    The user's drafts are in the persona's voice (`UserVoice`), the agent's vary by the task id
+    and position (`agent_voice`): both keyed by the plan index, so rows differ and a build is
+    deterministic."""
+
+    task_id: str
+    voice: UserVoice
     user_facts: tuple[str, ...]
     agent_facts: list[str]
     plan: list[PlanItem]
     confirm_writes: bool = True
 
     def exchange_info(self, label: str, value: str) -> None:
-        ask = f"Could you please tell me the {info_label(label)}?"
+        ask = ask_for(label, self.task_id, len(self.plan))
         self.plan.append(Utterance("assistant", ask, (), tuple(self.agent_facts)))
-        self.plan.append(Utterance("user", giving_info(label, value), (value,), self.user_facts))
+        said = self.voice.give(label, value, len(self.plan))
+        self.plan.append(Utterance("user", said, (value,), self.user_facts))
         self.agent_facts.append(value)
 
     def confirm(self, call: ToolCall) -> None:
-        confirm = f"To confirm, I will {_describe_call(call)}. Do you confirm (yes/no)?"
+        confirm = confirm_prompt(call.name, call.arguments, self.task_id, len(self.plan))
         args = json.dumps(call.arguments, sort_keys=True)
         required = tuple(t for t in entity_tokens(confirm) if t in args)
         self.plan.append(Utterance("assistant", confirm, required, (*self.agent_facts, args)))
-        self.plan.append(Utterance("user", "Yes, please go ahead.", ("yes",), self.user_facts))
+        yes = self.voice.affirm(len(self.plan))  # says "yes": a rewrite must keep it
+        self.plan.append(Utterance("user", yes, ("yes",), self.user_facts))
 
     def execute(self, item: SkeletonCall) -> None:
         if item.execution.mutating and self.confirm_writes:
@@ -175,13 +191,29 @@ class _PlanWriter:
         self.agent_facts.extend(_call_facts(item))
 
 
-def write_reports(calls: list[SkeletonCall]) -> list[str]:
+def write_reports(calls: list[SkeletonCall], task_id: str = "") -> list[str]:
     """The closing's sentence per successful write (what was done, how it came out)."""
     return [
-        write_report(c.call.name, c.call.arguments, c.execution.observation)
-        for c in calls
+        write_report(
+            c.call.name,
+            c.call.arguments,
+            c.execution.observation,
+            task_id,
+            i,
+            changed=[d.path.split(".")[-1] for d in c.execution.diff],
+        )
+        for i, c in enumerate(calls)
         if c.execution.mutating and c.execution.error is None
     ]
+
+
+def closing_draft(task: Task, calls: list[SkeletonCall]) -> str:
+    """The agent's last message: each write's report, then each expected output stated as what
+    a tool showed about its object, then the offer of further help."""
+    results = [(c.call.arguments, c.execution.observation) for c in calls]
+    answers = [answer(v, results, task.id, i) for i, v in enumerate(task.expected_outputs)]
+    name = user_name(dict(task.scenario.known_info))
+    return closing([*write_reports(calls, task.id), *answers], task.id, name=name)
 
 
 def plan_blueprint(
@@ -197,11 +229,14 @@ def plan_blueprint(
     by a tool before it, so the shortcut filters see evidence before every use.
     """
     s = task.scenario
+    voice = UserVoice.of(task.persona, task.id)
     user_facts = (s.reason_for_contact, s.instructions, *s.known_info.values())
     writer = _PlanWriter(
+        task.id,
+        voice,
         user_facts,
         [s.reason_for_contact],
-        [Utterance("user", first_person(s.reason_for_contact), (), user_facts)],
+        [Utterance("user", voice.opening(s.reason_for_contact), (), user_facts)],
         confirm_writes,
     )
     slots = info_slots(dict(s.known_info), calls)
@@ -212,8 +247,8 @@ def plan_blueprint(
                 writer.exchange_info(label, value)
         if index < len(calls):
             writer.execute(calls[index])
-    closing = oracle_closing(task, write_reports(calls))
     plan = writer.plan
+    closing = closing_draft(task, calls)
     plan.append(Utterance("assistant", closing, task.expected_outputs, tuple(writer.agent_facts)))
-    plan.append(Utterance("user", "No, that's all. Thank you!", (), user_facts))
+    plan.append(Utterance("user", voice.close(s.reason_for_contact), (), user_facts))
     return plan

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from trajforge.generators.vocabulary import GENERIC_VOCABULARY, DomainVocabulary
+from trajforge.generators.voice import speaking_rules
 from trajforge.schemas import Message, Persona, Task
 
 STOP_TOKEN = "###STOP###"
@@ -78,19 +79,6 @@ def first_person(reason: str) -> str:
     return re.sub(r"\byour\b", "my", text)
 
 
-def info_label(label: str) -> str:
-    """A known-info label without its parenthetical hint ("order to ask about (#W1)")."""
-    return re.sub(r"\s*\([^)]*\)", "", label).replace("_", " ").strip()
-
-
-def giving_info(label: str, value: str) -> str:
-    """The user's template sentence for one piece of known info."""
-    name = info_label(label)
-    if len(name.split()) <= 2:
-        return f"My {name} is {value}."
-    return f"The {name} is {value}."
-
-
 def describe_persona(persona: Persona) -> str:
     """Persona as prose: traits, background and communication style."""
     t = persona.traits
@@ -103,7 +91,8 @@ def describe_persona(persona: Persona) -> str:
     )
     return (
         f"Your name is {persona.name}. {persona.background}\n"
-        f"Traits: {traits}.\nCommunication style: {persona.communication_style}"
+        f"Traits: {traits}.\nCommunication style: {persona.communication_style}\n"
+        f"How you speak: {speaking_rules(t)}"
     )
 
 
@@ -147,7 +136,7 @@ def verbaliser_system_prompt(
     who = (
         f"You write the next message of {persona.name}, the {speaker} in a chat with the "
         f"{vocabulary.agent_role}. Mood: {persona.traits.emotional_state}. "
-        f"Style: {persona.communication_style}"
+        f"Style: {persona.communication_style} {speaking_rules(persona.traits)}"
         if persona is not None
         else f"You write the next message of a polite {speaker} in a chat."
     )

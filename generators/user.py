@@ -22,13 +22,11 @@ from trajforge.generators.prompts import (
     OUT_OF_SCOPE_TOKEN,
     STOP_TOKEN,
     TRANSFER_TOKEN,
-    first_person,
-    giving_info,
-    info_label,
     role_reminder,
     user_system_prompt,
 )
 from trajforge.generators.vocabulary import GENERIC_VOCABULARY, DomainVocabulary
+from trajforge.generators.voice import UserVoice, info_label
 from trajforge.schemas import (
     ChatRequest,
     ChatResponse,
@@ -198,6 +196,13 @@ _CONFIRM = re.compile(
     r"|may i proceed|ok to proceed",
     re.IGNORECASE,
 )
+
+
+def asks_confirmation(text: str) -> bool:
+    """The agent asks the user to confirm an action (a yes/no question about a write)."""
+    return bool(_CONFIRM.search(text))
+
+
 _ASKING = re.compile(
     r"\?|\bplease (?:provide|share|tell|give)|\bcould you\b|\bcan you\b", re.IGNORECASE
 )
@@ -221,38 +226,43 @@ class ScriptedUser:
     """Deterministic user built from the task's scenario; stateless (reads the conversation).
 
     Opens with the reason for contact; answers questions from known info by keyword; says it
-    does not know unknown info; confirms with "yes" when asked to confirm; stops when the agent
-    says it is done.
+    does not know unknown info; confirms with a yes when asked to confirm; stops when the agent
+    says it is done. It speaks in the persona's voice (`UserVoice`: the traits shape each turn).
     """
 
     def __init__(self, task: Task):
         self._scenario = task.scenario
+        self._voice = UserVoice.of(task.persona, task.id)
 
     async def reply(self, conversation: Sequence[Message], seed: int) -> UserTurn:
         return _turn(self.next_text(conversation), Cost())
 
     def next_text(self, conversation: Sequence[Message]) -> str:
         agent_texts = [m.content for m in conversation if m.role == "assistant" and m.content]
+        voice, reason = self._voice, self._scenario.reason_for_contact
         if not agent_texts:
-            return first_person(self._scenario.reason_for_contact)
+            return voice.opening(reason)
         said = " ".join(m.content or "" for m in conversation if m.role == "user")
+        turn = sum(m.role == "user" for m in conversation)
         last = agent_texts[-1]
         if _DONE.search(last):
-            return f"No, that's all. Thank you! {STOP_TOKEN}"
+            return f"{voice.close(reason)} {STOP_TOKEN}"
         if _CONFIRM.search(last):
-            return "Yes, please go ahead."
+            return voice.affirm(turn)
         asked = [
             (label, value)
             for label, value in self._scenario.known_info.items()
             if _mentions_any(last, _label_words(label))
         ]
         if asked and _ASKING.search(last):
-            return " ".join(giving_info(label, value) for label, value in asked)
+            return " ".join(
+                voice.give(label, value, turn + i) for i, (label, value) in enumerate(asked)
+            )
         if _ASKING.search(last) and any(
             _mentions_any(last, _label_words(item)) for item in self._scenario.unknown_info
         ):
-            return "Sorry, I don't know that."
+            return voice.unknown(turn)
         unrevealed = [(k, v) for k, v in self._scenario.known_info.items() if v not in said]
         if unrevealed:
-            return giving_info(*unrevealed[0])
-        return "Could you please take care of my request?"
+            return voice.give(*unrevealed[0], turn)
+        return voice.nudge(turn)

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from trajforge.generators.blueprint_plan import Utterance
 from trajforge.generators.entities import check_entities
 from trajforge.generators.prompts import verbaliser_system_prompt, verbaliser_user_prompt
-from trajforge.generators.user import looks_like_agent, response_cost
+from trajforge.generators.user import asks_confirmation, looks_like_agent, response_cost
 from trajforge.generators.vocabulary import GENERIC_VOCABULARY, DomainVocabulary
+from trajforge.generators.voice import NAME_CLAIM
 from trajforge.schemas import (
     ChatRequest,
     Cost,
@@ -70,7 +71,18 @@ def acceptable(
         return False
     if utterance.speaker == "user" and looks_like_agent(text, action_verbs):
         return False
+    if utterance.speaker == "user" and _claims_another_name(text, utterance.facts):
+        return False
+    if asks_confirmation(utterance.draft) and not (asks_confirmation(text) and "?" in text):
+        return False  # a confirmation prompt must still ask (the policy rules read it)
     return check_entities(text, utterance.required, utterance.facts).ok
+
+
+def _claims_another_name(text: str, facts: Iterable[str]) -> bool:
+    """The rewrite has the user give a name its scenario does not (the persona is the user: a
+    model that writes "Hi, I'm John Smith" makes someone else speak)."""
+    known = " ".join(facts)
+    return any(name not in known for name in NAME_CLAIM.findall(text))
 
 
 @dataclass

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from trajforge.generators.prompts import SIMULATOR_TOKENS
 
-_SENTENCE = re.compile(r"(?:[^.!?\n]|\.(?=\d))+[.!?]?")
+# A period inside a token ("54.90", "ann.lee7@example.com") does not end a sentence.
+_SENTENCE = re.compile(r"(?:[^.!?\n]|\.(?=[^\s.!?]))+[.!?]?")
 _VALUE = re.compile(r"#?\b[\w.+-]*\d[\w.@+-]*")
 _JSON = re.compile(r"[\[{]\s*\"|\"\s*:\s*[\"\[{\d]|\[\s*\]|\bnull\b")
 

@@ -6,6 +6,11 @@ replay on a copy, and a `Task` whose intent lists the plan's task types (checked
 domain's declared set, so a typo in a builder fails loudly instead of shipping an unknown type).
 The domain only says how a plan reads to the user (`instructions`) and may rewrite the scenario
 (e.g. a low-recall user who forgets ids) through `finish_scenario`.
+
+The persona is the user: once the plan's actor is chosen, the space's `become` patches make that
+actor the persona (name, email) in the task's initial state, and the opening (which states the
+name) is rebuilt on the patched world; sub-goals touch no name, so they stay as planned, and the
+gold final hash is replayed on the patched world, as every later stage rebuilds it.
 """
 
 from __future__ import annotations
@@ -87,11 +92,30 @@ class SynthesisRecipe:
     toolbox: Toolbox
     #: (plan, initial state, persona) -> the user's instructions text.
     instructions: Callable[[Plan, BaseModel, Persona], str]
-    #: (scenario, plan, initial state, persona, rng) -> the final scenario; identity by default.
+    #: (scenario, plan, initial state, persona, rng) -> the final scenario and plan; identity by
+    #: default. A rewrite that hides what the user cannot recall (an order id) must add to the
+    #: plan the look-ups a real agent needs to find it, so the gold plan never leaks the answer.
     finish_scenario: Callable[
-        [UserScenario, Plan, BaseModel, Persona, random.Random], UserScenario
-    ] = lambda scenario, plan, state, persona, rng: scenario
+        [UserScenario, Plan, BaseModel, Persona, random.Random], tuple[UserScenario, Plan]
+    ] = lambda scenario, plan, state, persona, rng: (scenario, plan)
     complexities: Sequence[int] = DEFAULT_COMPLEXITIES
+
+
+def _as_persona(
+    recipe: SynthesisRecipe,
+    initial_state: Callable[[InitialState], BaseModel],
+    state: BaseModel,
+    plan: Plan,
+    persona: Persona,
+    seed: int,
+) -> tuple[InitialState, BaseModel, Plan]:
+    """The task's initial state with the actor made the persona, and the plan's opening rebuilt
+    on it (its own rng, so the choice of sign-in does not depend on the plan search)."""
+    init = InitialState(seed=seed, patches=recipe.space.become(state, plan.actor, persona))
+    patched = initial_state(init)
+    rng = random.Random(derive_seed(seed, persona.id, recipe.domain, "opening"))
+    opening = recipe.space.opening(patched, plan.actor, rng)
+    return init, patched, Plan(plan.actor, opening, plan.goals)
 
 
 def synthesize(
@@ -102,18 +126,19 @@ def synthesize(
 ) -> Task:
     """A task for `persona` over the world generated from `seed`, or TaskRejected."""
     rng = random.Random(derive_seed(seed, persona.id, recipe.domain, "synthesize_task"))
-    init = InitialState(seed=seed)
-    state = initial_state(init)
+    state = initial_state(InitialState(seed=seed))
     complexity = rng.choice(tuple(recipe.complexities))
     plan = best_plan(recipe.space, recipe.toolbox, state, complexity, rng)
     if plan is None:
         raise TaskRejected("no_feasible_task", f"no actor of world {seed} has a feasible sub-goal")
-    final_hash = gold_final_hash(recipe.toolbox, state, plan.actions)
-    if final_hash is None:
-        raise TaskRejected("gold_action_failed", f"gold plan failed on a fresh world {seed}")
+    init, state, plan = _as_persona(recipe, initial_state, state, plan, persona, seed)
     task_types = tuple(g.task_type for g in plan.goals)
     recipe.vocabulary.check_task_types(task_types, recipe.domain)
     scenario = scenario_from_plan(plan, recipe.instructions(plan, state, persona))
+    scenario, plan = recipe.finish_scenario(scenario, plan, state, persona, rng)
+    final_hash = gold_final_hash(recipe.toolbox, state, plan.actions)
+    if final_hash is None:
+        raise TaskRejected("gold_action_failed", f"gold plan failed on a fresh world {seed}")
     return Task.create(
         domain=recipe.domain,
         intent=IntentCoordinates(
@@ -123,7 +148,7 @@ def synthesize(
             complexity=len(plan.goals),
         ),
         persona=persona,
-        scenario=recipe.finish_scenario(scenario, plan, state, persona, rng),
+        scenario=scenario,
         initial_state=init,
         gold_actions=plan.actions,
         expected_outputs=tuple(o for g in plan.goals for o in g.expected_outputs),

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from trajforge.generators.domain_kit.goals import Opening, SubGoal, SubGoalBuilder
 from trajforge.generators.domain_kit.replay import copy_state, run_actions
 from trajforge.generators.tooling import Toolbox
-from trajforge.schemas import GoldAction
+from trajforge.schemas import GoldAction, Persona, StatePatch
 
 S = TypeVar("S", bound=BaseModel)
 
@@ -36,6 +36,11 @@ class TaskSpace(Protocol[S]):
 
     def opening(self, state: S, actor: str, rng: random.Random) -> Opening:
         """The actions and known info every conversation of `actor` starts with."""
+        ...
+
+    def become(self, state: S, actor: str, persona: Persona) -> tuple[StatePatch, ...]:
+        """Patches that make `actor` the persona in the world (its name, its email), so the
+        user who speaks is the sampled persona; they must leave every sub-goal feasible."""
         ...
 
 

@@ -2,6 +2,7 @@ import asyncio
 
 from trajforge.generators.agent import LLMAgent, OracleAgent
 from trajforge.generators.llm.scripted import ScriptedLLM
+from trajforge.generators.user import asks_confirmation
 from trajforge.schemas import Message, SamplingParams, ToolCall
 
 
@@ -37,6 +38,6 @@ def test_oracle_emits_gold_calls_in_order_then_states_outputs(toy_task, toy_doma
         names.append(call.name)
         history += [turn.message, Message(role="tool", content="{}", tool_call_id=call.id)]
     assert names == [a.name for a in toy_task.gold_actions]
-    assert len(prompts) == 1 and prompts[0].startswith("To confirm, I will deposit")
+    assert len(prompts) == 1 and asks_confirmation(prompts[0]) and "deposit" in prompts[0]
     final = asyncio.run(oracle.act(history, toy_domain.toolbox.specs, seed=0)).message
     assert not final.tool_calls and "125.50" in final.content

@@ -15,9 +15,11 @@ from trajforge.generators.llm.responders import RESPONDERS
 from trajforge.generators.llm.scripted import ScriptedLLM
 from trajforge.generators.personas import sample_persona
 from trajforge.generators.prompts import STOP_TOKEN
+from trajforge.generators.user import asks_confirmation
 from trajforge.generators.values import entity_tokens, mentions_value
 from trajforge.generators.verbalise import clean_utterance
 from trajforge.schemas import GoldAction, Provenance, Rejected, ToolCall
+from trajforge.verifiers.dialogue import is_affirmation
 from trajforge.verifiers.hallucination import check_hallucinated_values
 from trajforge.verifiers.outcome import verify_outcome
 from trajforge.verifiers.signatures import check_answer_before_evidence
@@ -193,9 +195,9 @@ def test_retail_blueprint_confirms_each_write_right_before_it(seed):
     for step in writes:
         at = next(i for i, m in enumerate(messages) if step.call in m.tool_calls)
         ask, yes = messages[at - 2], messages[at - 1]
-        assert ask.role == "assistant" and ask.content.startswith("To confirm")
+        assert ask.role == "assistant" and asks_confirmation(ask.content)
         assert step.call.arguments.get("order_id", "") in ask.content
-        assert yes.role == "user" and "yes" in yes.content.lower()
+        assert yes.role == "user" and is_affirmation(yes.content)
 
 
 @pytest.mark.parametrize("seed", range(12))

@@ -14,6 +14,7 @@ from trajforge.generators.user import (
     stop_reason,
 )
 from trajforge.schemas import Message, ToolCall
+from trajforge.verifiers.dialogue import is_affirmation
 
 
 def run(coro):
@@ -119,15 +120,18 @@ def _said(user, *agent_texts):
 
 def test_scripted_user_opens_with_reason_and_answers_by_keyword(toy_task):
     user = ScriptedUser(toy_task)
-    assert user.next_text([]) == toy_task.scenario.reason_for_contact
+    opening = user.next_text([])
+    body = toy_task.scenario.reason_for_contact.split(" want to ", 1)[1].rstrip(".")
+    assert body.replace("your", "my") in opening  # the reason, in the persona's own words
     assert "ann@example.com" in _said(user, "What is your email address?")
     assert "#A1001" in _said(user, "Could you give me the account id?")
-    assert _said(user, "What is the current balance you expect?") == "Sorry, I don't know that."
+    unknown = _said(user, "What is the current balance you expect?")
+    assert "know" in unknown.lower() and not any(ch.isdigit() for ch in unknown)
 
 
 def test_scripted_user_confirms_and_stops(toy_task):
     user = ScriptedUser(toy_task)
-    assert _said(user, "I will deposit 25.50. Do you confirm (yes/no)?").startswith("Yes")
+    assert is_affirmation(_said(user, "I will deposit 25.50. Do you confirm (yes/no)?"))
     reply = run(user.reply([Message(role="assistant", content="All done. Anything else?")], 0))
     assert reply.stop == "user_stop"
 

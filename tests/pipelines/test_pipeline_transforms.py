@@ -210,17 +210,20 @@ def test_judge_and_shortcut_transforms(trajectories, tmp_path):
         )
 
 
-PARAPHRASES = (
-    ("Could you please tell me", "Would you mind sharing"),
-    ("My ", "The "),
-    ("please go ahead", "go for it"),
-    ("Your request has been completed", "All done on my side"),
-    ("Is there anything else I can help you with", "Anything more I can do for you"),
-    ("No, that's all. Thank you!", "Nope, that is everything, thanks!"),
-    ("To confirm, I will", "Just to check, I am going to"),
-    ("Do you confirm (yes/no)?", "OK with that?"),
-    ("Hi, I want to", "Hello, I would like to"),
+PARAPHRASES = (  # function words and stock phrases of the drafts (generators/*voice.py)
     (" is ", " would be "),
+    ("My ", "The "),
+    (" my ", " the "),
+    (" the ", " that "),
+    ("ould you", "ould you kindly"),
+    ("an you", "ould you"),
+    (" want to", " wish to"),
+    ("Thanks", "Thank you"),
+    ("anything else", "something more"),
+    ("go ahead", "proceed"),
+    (" I ", " we "),
+    (" and ", " plus "),
+    (", ", "; "),
 )
 
 

@@ -46,13 +46,11 @@ def test_no_control_tokens_and_no_json_in_customer_facing_text(rows):
     assert report.rows_with_json_in_text == 0
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10 items 6-7: trait-shaped drafts, persona as user")
 def test_no_sentence_in_more_than_a_quarter_of_rows(rows):
     report = measure(json.loads(r["messages_json"]) for r in rows)
     assert report.top_sentence_rows <= 0.25, report.top_sentence
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10 item 6: the world user is not yet the persona")
 def test_the_speaking_user_is_the_persona(rows):
     for row in rows:
         t = Trajectory.from_json(row["trajectory_json"])

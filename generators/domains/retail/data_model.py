@@ -231,7 +231,8 @@ def _users(rng: random.Random, n_users: int) -> dict[str, User]:
         if (first, last) in seen_names:  # names unique so name + zip finds exactly one user
             continue
         seen_names.add((first, last))
-        user_id = f"{first.lower()}_{last.lower()}_{_digits(rng, 4)}"
+        # Not name-based: a task renames its user to the persona (scenario.become).
+        user_id = f"user_{_digits(rng, 4)}{len(users):02d}"
         users[user_id] = User(
             user_id=user_id,
             name=UserName(first_name=first, last_name=last),

@@ -4,11 +4,30 @@ they ask, and (for low-recall personas) orders remembered by content instead of 
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from types import MappingProxyType
 
 from trajforge.generators.domain_kit import DISCLOSURE_RULES, Opening, Plan, act, numbered_requests
 from trajforge.generators.domains.retail.data_model import RetailState, User
-from trajforge.schemas import Persona, UserScenario
+from trajforge.schemas import Persona, StatePatch, UserScenario
+
+
+def become(state: RetailState, user_id: str, persona: Persona) -> tuple[StatePatch, ...]:
+    """The account of `user_id` renamed to the persona, with an email in that name (numbered
+    past any address another user holds), so the customer who speaks is the persona."""
+    first, _, last = persona.name.partition(" ")
+    taken = {u.email for uid, u in state.users.items() if uid != user_id}
+    number = int(
+        "".join(ch for ch in state.users[user_id].email.split("@")[0] if ch.isdigit()) or 1
+    )
+    email = f"{first.lower()}.{last.lower().replace(' ', '')}{number}@example.com"
+    while email in taken:
+        number += 1
+        email = f"{first.lower()}.{last.lower().replace(' ', '')}{number}@example.com"
+    return (
+        StatePatch(path=f"users.{user_id}.name", value={"first_name": first, "last_name": last}),
+        StatePatch(path=f"users.{user_id}.email", value=email),
+    )
 
 
 def opening(user: User, rng: random.Random) -> Opening:
@@ -45,7 +64,7 @@ FORGETS_ORDER_IDS = MappingProxyType({"very_low": 1.0, "low": 0.5})
 
 
 def _order_nicknames(state: RetailState, user: User) -> dict[str, str]:
-    """Order id -> 'your order with the <product>' where that product is in no other order.
+    """Order id -> a product of it that is in no other order of the user (its description).
 
     Only unambiguous descriptions are returned: the agent must be able to find the order by
     reading the user's orders, and the user must not be able to mean two of them.
@@ -56,35 +75,59 @@ def _order_nicknames(state: RetailState, user: User) -> dict[str, str]:
         others = set().union(*(n for o, n in products.items() if o != order_id))
         unique = sorted(names - others)
         if unique:
-            nicknames[order_id] = f"your order with the {unique[0]}"
+            nicknames[order_id] = unique[0]
     return nicknames
 
 
 def _without_order_ids(scenario: UserScenario, nicknames: dict[str, str]) -> UserScenario:
-    """The scenario of a user who remembers orders by what is in them (the agent looks ids up)."""
+    """The scenario of a user who remembers orders by what is in them (the agent looks ids up):
+    texts say "your order with the X", a known-info value is "the one with the X"."""
 
-    def rename(text: str) -> str:
-        for order_id, nickname in nicknames.items():
-            text = text.replace(f"order {order_id}", nickname).replace(order_id, nickname)
+    def rename(text: str, short: bool = False) -> str:
+        for order_id, product in nicknames.items():
+            said = f"the one with the {product}" if short else f"your order with the {product}"
+            text = text.replace(f"order {order_id}", said).replace(order_id, said)
         return text
 
     return UserScenario(
         reason_for_contact=rename(scenario.reason_for_contact),
-        known_info={rename(k): rename(v) for k, v in scenario.known_info.items()},
+        known_info={rename(k): rename(v, short=True) for k, v in scenario.known_info.items()},
         unknown_info=tuple(rename(u) for u in scenario.unknown_info),
         instructions=rename(scenario.instructions),
     )
 
 
+def _with_candidate_lookups(plan: Plan, state: RetailState, described: set[str]) -> Plan:
+    """The plan with the search a real agent makes for an order the user only describes: open
+    the user's orders in the order their profile lists them, until the described one (whose
+    own look-up is already its sub-goal's first action). Orders already opened are skipped."""
+    opened = {a.arguments.get("order_id") for a in plan.opening.actions}
+    goals = []
+    for goal in plan.goals:
+        lookups = []
+        if goal.claim in described:
+            for order_id in state.users[plan.actor].orders:
+                if order_id == goal.claim:
+                    break
+                if order_id not in opened:
+                    lookups.append(act("get_order_details", order_id=order_id))
+                    opened.add(order_id)
+        opened.update(a.arguments.get("order_id") for a in goal.actions)
+        goals.append(replace(goal, actions=(*lookups, *goal.actions)))
+    return Plan(plan.actor, plan.opening, tuple(goals))
+
+
 def maybe_forget_order_ids(
     scenario: UserScenario, plan: Plan, state: RetailState, persona: Persona, rng: random.Random
-) -> UserScenario:
-    """Low-recall personas forget order ids when every order in the task has a nickname."""
+) -> tuple[UserScenario, Plan]:
+    """Low-recall personas forget order ids when every order in the task has a nickname; the
+    gold plan then searches the user's orders for the described ones (no gold leak)."""
     chance = FORGETS_ORDER_IDS.get(persona.traits.recall_accuracy, 0.0)
     if rng.random() >= chance:
-        return scenario
+        return scenario, plan
     nicknames = _order_nicknames(state, state.users[plan.actor])
     mentioned = {g.claim for g in plan.goals if g.claim in state.orders}
     if not mentioned or not mentioned <= set(nicknames):
-        return scenario
-    return _without_order_ids(scenario, {o: nicknames[o] for o in sorted(mentioned)})
+        return scenario, plan
+    renamed = _without_order_ids(scenario, {o: nicknames[o] for o in sorted(mentioned)})
+    return renamed, _with_candidate_lookups(plan, state, mentioned)

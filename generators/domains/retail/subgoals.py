@@ -227,7 +227,7 @@ def _return(state: RetailState, user: User, rng: random.Random, claimed: frozens
         known_info={
             f"order to return items from ({order.order_id})": order.order_id,
             f"items to return from {order.order_id}": items,
-            f"refund to for {order.order_id}": payment(pm),
+            f"refund method for {order.order_id}": payment(pm),
         },
         unknown_info=(f"the refund amount for order {order.order_id}",),
         expected_outputs=(money(refund),),
@@ -275,7 +275,7 @@ def _product_info(state: RetailState, user: User, rng: random.Random, claimed: f
         ),
         request=f"Ask whether the {wanted} is in stock and how much it costs.",
         reason="ask about a product",
-        known_info={f"product asked about ({product.name})": wanted},
+        known_info={f"product to ask about ({product.name})": wanted},
         unknown_info=(f"the price of the {wanted}",),
         expected_outputs=(money(variant.price),),
     )

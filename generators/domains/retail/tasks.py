@@ -28,7 +28,7 @@ from trajforge.generators.domains.retail.data_model import RetailState
 from trajforge.generators.domains.retail.subgoals import SUBGOAL_BUILDERS
 from trajforge.generators.tooling import Toolbox
 from trajforge.generators.vocabulary import DomainVocabulary, with_generic_verbs
-from trajforge.schemas import InitialState, Persona, Task
+from trajforge.schemas import InitialState, Persona, StatePatch, Task
 
 DOMAIN_NAME = "retail"
 
@@ -60,6 +60,9 @@ class RetailTaskSpace:
 
     def opening(self, state: RetailState, actor: str, rng: random.Random) -> Opening:
         return scenario.opening(state.users[actor], rng)
+
+    def become(self, state: RetailState, actor: str, persona: Persona) -> tuple[StatePatch, ...]:
+        return scenario.become(state, actor, persona)
 
 
 def recipe(toolbox: Toolbox) -> SynthesisRecipe:

@@ -25,7 +25,7 @@ from trajforge.generators.domain_kit import (
 from trajforge.generators.domains.toy.data_model import ToyState
 from trajforge.generators.tooling import Toolbox
 from trajforge.generators.vocabulary import DomainVocabulary, with_generic_verbs
-from trajforge.schemas import InitialState, Persona, Task
+from trajforge.schemas import InitialState, Persona, StatePatch, Task
 
 DOMAIN_NAME = "toy"
 
@@ -91,6 +91,15 @@ class ToyTaskSpace:
         return Opening(
             (act("find_account_by_email", email=account.email),),
             {"name": account.owner, "email": account.email},
+        )
+
+    def become(self, state: ToyState, actor: str, persona: Persona) -> tuple[StatePatch, ...]:
+        """The account's owner renamed to the persona, with an email in that name."""
+        first, _, last = persona.name.lower().partition(" ")
+        email = f"{first}.{last.replace(' ', '')}{actor.lstrip('#A')}@example.com"
+        return (
+            StatePatch(path=f"accounts.{actor}.owner", value=persona.name),
+            StatePatch(path=f"accounts.{actor}.email", value=email),
         )
 
 

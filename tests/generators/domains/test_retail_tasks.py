@@ -61,7 +61,9 @@ def test_synthesis_is_deterministic_per_persona_and_seed():
     assert synth(8) == synth(8)
     other = DOMAIN.synthesize_task(sample_persona(9), 8)
     assert other.id != synth(8).id
-    assert other.initial_state == synth(8).initial_state  # same world, another persona's task
+    # Same world, another persona's task: only the patches that make its user the persona differ.
+    assert other.initial_state.seed == synth(8).initial_state.seed
+    assert other.initial_state.patches != synth(8).initial_state.patches
 
 
 @pytest.fixture(scope="module")
@@ -198,8 +200,47 @@ def test_low_recall_users_describe_orders_instead_of_ids():
             forgetful += 1
             assert "your order with the" in s.instructions
             state = DOMAIN.initial_state(task.initial_state)
-            for order_id in order_ids:  # the description names a product of that very order
-                names = {i.name for i in state.orders[order_id].items}
-                assert any(f"your order with the {n}" in text for n in names)
+            described = {  # the description names a product of that very order
+                o
+                for o in order_ids
+                if any(f"your order with the {i.name}" in text for i in state.orders[o].items)
+            }
+            assert described
+            _assert_searched_before_opened(task, state, described)
             assert verify_task(DOMAIN, task).verification.passed
     assert forgetful >= 10
+
+
+def _assert_searched_before_opened(task, state, described):
+    """No gold leak: before the gold plan opens a described order it opens every order the
+    user's profile lists before it (the candidates a real agent must look at), and the
+    candidates are only read."""
+    opened = [a.arguments["order_id"] for a in task.gold_actions if a.name == "get_order_details"]
+    user_id = next(a.arguments["user_id"] for a in task.gold_actions if "user_id" in a.arguments)
+    listed = state.users[user_id].orders
+    for order_id in described:
+        before = set(opened[: opened.index(order_id)])
+        assert set(listed[: listed.index(order_id)]) <= before
+    written = {
+        a.arguments.get("order_id")
+        for a in task.gold_actions
+        if a.name.startswith(("cancel", "modify", "return", "exchange"))
+    }
+    assert set(opened) - described - written <= set(listed)
+
+
+def test_described_orders_are_found_by_opening_candidates():
+    """A low-recall user's described order is found by looking, and the search is real: some
+    task opens at least one other order first (the gold plan does not jump to the right id)."""
+    searched = 0
+    for seed in range(40):
+        base = sample_persona(seed)
+        traits = base.traits.model_copy(update={"recall_accuracy": "very_low"})
+        task = DOMAIN.synthesize_task(base.model_copy(update={"traits": traits}), seed)
+        reads = [
+            a.arguments["order_id"] for a in task.gold_actions if a.name == "get_order_details"
+        ]
+        searched += len(reads) > len(set(task.intent.task_types)) and "the one with the" in str(
+            task.scenario.known_info
+        )
+    assert searched >= 3

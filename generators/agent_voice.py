@@ -1,0 +1,324 @@
+"""The agent's words in grounded drafts: questions, confirmations and reports built from tool
+results.
+
+Blueprint drafts and the oracle agent speak for the agent wherever a model's text is missing or
+failed its checks, so their sentences are what a trainer sees most. They must read like a
+support agent, not a log line: a question per piece of info ("Which order would you like to
+cancel?"), a confirmation that states the action and its details in words, and a closing that
+reports what each write did and answers each question in a sentence about the object the tool
+showed ("The status of order #W1 is processed."), never bare values or JSON. Several phrasings
+per intent are chosen by a seed (task id, utterance position), so rows differ while a build stays
+deterministic. Values are copied verbatim from the arguments and tool results, so every entity
+in the text is grounded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from trajforge.generators.voice import label_parts, pick
+
+_ADDRESS_KEYS = ("address1", "address2", "city", "state_code", "state", "zip", "country")
+
+
+def spoken(value: object) -> str:
+    """A JSON-like value in words: dicts as `key value`, lists joined with "and"."""
+    if isinstance(value, dict):
+        if "address1" in value:
+            return address_words(value)
+        return ", ".join(f"{k.replace('_', ' ')} {spoken(v)}" for k, v in sorted(value.items()))
+    if isinstance(value, list | tuple):
+        return " and ".join(spoken(v) for v in value)
+    return str(value)
+
+
+def address_words(fields: dict[str, Any]) -> str:
+    """Address fields as one line ("12 Elm St, Apt 4, Riverton, CA 12345, USA")."""
+    street = ", ".join(str(fields[k]) for k in ("address1", "address2") if fields.get(k))
+    region = " ".join(
+        str(fields[k]) for k in ("state_code", "state", "zip") if isinstance(fields.get(k), str)
+    )
+    parts = [street, str(fields.get("city") or ""), region, str(fields.get("country") or "")]
+    return ", ".join(p for p in parts if p.strip())
+
+
+def _noun(key: str) -> str:
+    """An argument name as a noun: `order_id` -> "order", `item_ids` -> "items"."""
+    if key == "user_id":
+        return "account"
+    words = key.split("_")
+    if words[-1] in ("id", "ids"):
+        words = words[:-1]
+        if key.endswith("_ids") and words:
+            words[-1] += "s"
+    return " ".join(words) or key
+
+
+def details(arguments: dict[str, Any]) -> str:
+    """A call's arguments in words, the address as one line, empty values left out."""
+    parts = []
+    if "address1" in arguments:
+        parts.append(f"address {address_words(arguments)}")
+    for key, value in sorted(arguments.items()):
+        if key in _ADDRESS_KEYS and "address1" in arguments:
+            continue
+        text = spoken(value)
+        if not text.strip():
+            continue
+        joiner = " " if key.endswith(("_id", "_ids")) else ": "
+        parts.append(f"{_noun(key)}{joiner}{text}")
+    return ", ".join(parts)
+
+
+def action(name: str, arguments: dict[str, Any]) -> str:
+    """A write in words: "cancel the pending order (order #W1, reason: no longer needed)"."""
+    verb, *rest = name.split("_")
+    what = f"{verb} the {' '.join(rest)}" if rest else verb
+    said = details(arguments)
+    return f"{what} ({said})" if said else what
+
+
+def past(verb: str) -> str:
+    """Past tense of a tool's verb ("cancel" -> "cancelled", "modify" -> "modified")."""
+    if verb.endswith("e"):
+        return verb + "d"
+    if verb.endswith("y") and verb[-2:-1] not in "aeiou":
+        return verb[:-1] + "ied"
+    if verb.endswith("el"):
+        return verb + "led"
+    return verb + "ed"
+
+
+_ASK_LEADS = ("", "Thanks,", "Got it,", "Sure,", "Alright,", "Okay,", "Thank you,")
+_ASK_WHICH = (
+    "which {noun} would you like to {verb}?",
+    "could you tell me which {noun} you'd like to {verb}?",
+    "which {noun} do you want to {verb}?",
+    "can you let me know which {noun} you want to {verb}?",
+)
+_ASK_WHAT = (
+    "could you please tell me {the} {label}?",
+    "may I have {the} {label}?",
+    "what is {the} {label}?",
+    "can you give me {the} {label}?",
+    "could you share {the} {label}?",
+)
+
+
+def ask_for(label: str, *key: object) -> str:
+    """The agent's question for one known-info item."""
+    noun, verb = label_parts(label)
+    if verb is not None:
+        body = pick(_ASK_WHICH, *key, "ask").format(noun=noun, verb=verb)
+    else:
+        the = "your" if len(noun.split()) <= 2 else "the"
+        body = pick(_ASK_WHAT, *key, "ask").format(the=the, label=noun)
+    lead = pick(_ASK_LEADS, *key, "lead")
+    return f"{lead} {body}" if lead else body[0].upper() + body[1:]
+
+
+_CONFIRMS = (
+    "Just to confirm, shall I {action}?",
+    "Before I go ahead, do you want me to {action}?",
+    "I'm ready to {action}; do you confirm?",
+    "Should I {action}?",
+    "Would you like me to {action} now?",
+    "Here is what I'll do: {action}; may I proceed?",
+    "Can you confirm you'd like me to {action}?",
+    "Please confirm: I will {action}, is that right?",
+)
+
+
+def confirm_prompt(name: str, arguments: dict[str, Any], *key: object) -> str:
+    """The request for a yes before a write: the action and every argument, in words."""
+    return pick(_CONFIRMS, *key, "confirm").format(action=action(name, arguments))
+
+
+def _parsed(observation: str) -> Any:
+    try:
+        return json.loads(observation)
+    except ValueError:
+        return None
+
+
+def _object(arguments: dict[str, Any], result: Any) -> str:
+    """What a call was about, in words: "order #W1", "your account", "the Tea Kettle"."""
+    if isinstance(result, dict) and isinstance(result.get("name"), str):
+        return f"the {result['name']}"
+    for key, value in sorted(arguments.items()):
+        if key == "user_id":
+            return "your account"
+        if key.endswith("_id") and isinstance(value, str):
+            return f"{_noun(key)} {value}"
+    return "your request"
+
+
+def _thing(rest: list[str], obj: str) -> str:
+    """What a write changed, named with its object: ("pending", "order") + "order #W1" ->
+    "the pending order #W1"; ("delivered", "order", "items") -> "the items in delivered order
+    #W1"; ("user", "address") + "your account" -> "the user address for your account"."""
+    noun, _, ident = obj.partition(" ")
+    if noun in rest and ident:
+        cut = rest.index(noun) + 1
+        head, tail = " ".join(rest[:cut]), " ".join(rest[cut:])
+        return f"the {tail} in {head} {ident}" if tail else f"the {head} {ident}"
+    return f"the {' '.join(rest)} for {obj}"
+
+
+_REPORTS = (
+    "I've {past} {thing}{outcome}.",
+    "All done: I {past} {thing}{outcome}.",
+    "Good news, I {past} {thing}{outcome}.",
+    "I went ahead and {past} {thing}{outcome}.",
+    "Okay, I {past} {thing}{outcome}.",
+)
+
+
+def _outcome(arguments: dict[str, Any], result: Any, changed: Sequence[str] | None) -> str:
+    """What the write left behind: the new status, the address it set, or the first changed
+    field of the result (`changed`: the state diff's field names, when known)."""
+    if not isinstance(result, dict):
+        return ""
+    status = result.get("status")
+    if isinstance(status, str) and (changed is None or "status" in changed):
+        return f", and its status is now {status}"
+    if "address1" in arguments:
+        return f"; the address is now {address_words(arguments)}"
+    fields = [k for k in sorted(result) if k in (changed or ()) and not k.endswith("_id")]
+    fields = [
+        k
+        for k in fields
+        if isinstance(result[k], str | int | float) and not isinstance(result[k], bool)
+    ]
+    return "".join(f", and the {_noun(k)} is now {spoken(result[k])}" for k in fields[:1])
+
+
+def write_report(
+    name: str,
+    arguments: dict[str, Any],
+    observation: str,
+    *key: object,
+    changed: Sequence[str] | None = None,
+) -> str:
+    """One sentence telling the user what a write did, from its arguments and its result; ""
+    when the result names no object (a recorded answer: the answer sentence tells it)."""
+    verb, *rest = name.split("_")
+    result = _parsed(observation)
+    obj = _object(arguments, result)
+    if obj == "your request" and not isinstance(result, dict):
+        return ""
+    if rest:
+        thing = _thing(rest, obj)
+    else:
+        said = [f"{_noun(k)} {spoken(v)}" for k, v in sorted(arguments.items()) if "_id" not in k]
+        thing = f"the {', '.join(said) or 'request'} for {obj}"
+    return pick(_REPORTS, *key, "report").format(
+        past=past(verb), thing=thing, outcome=_outcome(arguments, result, changed)
+    )
+
+
+def _same(leaf: Any, value: str) -> bool:
+    if isinstance(leaf, bool) or leaf is None:
+        return False
+    if isinstance(leaf, int | float):
+        try:  # an unsigned amount ("2.52" to pay or refund) matches either sign
+            number = float(value)
+        except ValueError:
+            return False
+        leaf = abs(leaf) if not value.strip().startswith("-") else leaf
+        return abs(number - float(leaf)) < 0.005
+    return isinstance(leaf, str) and leaf.strip().lower() == value.strip().lower()
+
+
+def _find(node: Any, value: str, path: tuple = ()) -> Iterator[tuple[tuple, dict]]:
+    """(key path, parent dict) of every leaf of `node` equal to `value`."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if _same(v, value):
+                yield (*path, k), node
+            yield from _find(v, value, (*path, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _find(v, value, (*path, i))
+
+
+def _key_words(key: str) -> str:
+    words = key.replace("_id", "_number").split("_")
+    return " ".join(w for w in words if w not in ("exchange",))
+
+
+_ANSWERS = (
+    "The {what} of {subject} is {value}.",
+    "For {subject}, the {what} is {value}.",
+    "I can see that the {what} for {subject} is {value}.",
+    "Looking at {subject}, its {what} is {value}.",
+    "According to our records, the {what} of {subject} is {value}.",
+)
+_IN_STOCK = (
+    "{subject} is in stock, and its {what} is {value}.",
+    "Good news: {subject} is available, at a {what} of {value}.",
+    "We have {subject} in stock; the {what} is {value}.",
+)
+_FALLBACK = (
+    "The answer is {value}.",
+    "What you're looking for is {value}.",
+    "Based on what I found, it is {value}.",
+    "I found it: the answer is {value}.",
+)
+
+
+def answer(value: str, results: Sequence[tuple[dict[str, Any], str]], *key: object) -> str:
+    """A sentence stating one expected output as what a tool showed about an object: the
+    latest result holding it gives the field's name and the object it belongs to."""
+    for arguments, observation in reversed(results):
+        result = _parsed(observation)
+        if not isinstance(result, dict):  # a list of hits describes no one object
+            continue
+        for path, parent in sorted(_find(result, value), key=lambda found: len(found[0]))[:1]:
+            subject = _object(arguments, result)
+            if isinstance(parent.get("options"), dict):
+                subject = f"{subject} ({spoken(parent['options'])})"
+            what = _key_words(str(path[-1]))
+            pool = _IN_STOCK if parent.get("available") is True else _ANSWERS
+            said = pick(pool, *key, "answer").format(what=what, subject=subject, value=value)
+            return said[0].upper() + said[1:]
+    return pick(_FALLBACK, *key, "answer").format(value=value)
+
+
+_THANKS = (
+    "Thanks for your patience,",
+    "Thank you for waiting,",
+    "That's everything on my side,",
+    "I hope that helps,",
+    "Glad I could sort that out,",
+    "Happy to help,",
+    "All right,",
+)
+
+
+def user_name(known_info: dict[str, str]) -> str | None:
+    """The name the user gives (a known-info item labelled "name"), if any."""
+    return next((v for k, v in known_info.items() if k.strip().lower() == "name"), None)
+
+
+_ANYTHING = (
+    "is there anything else I can help you with?",
+    "anything else I can do for you today?",
+    "is there anything else you need?",
+    "can I help with anything else?",
+    "is there anything else on your list?",
+    "let me know if there's anything else.",
+)
+
+
+def closing(sentences: Sequence[str], *key: object, name: str | None = None) -> str:
+    """The final agent message: the reports and answers, then the offer of further help
+    (addressing the user by first name when they gave one)."""
+    thanks = pick(_THANKS, *key, "thanks")
+    if name:
+        thanks = f"{thanks[:-1]}, {name.split()[0]},"
+    offer = pick(_ANYTHING, *key, "offer")
+    offer = f"{thanks} {offer}" if thanks else offer[0].upper() + offer[1:]
+    return " ".join([*(s for s in sentences if s), offer])
