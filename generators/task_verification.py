@@ -84,6 +84,8 @@ def lookup_constants(task: Task) -> set[str]:
 
 def _mentions(text: str, constant: str) -> bool:
     """Whole-token, case-insensitive: '54.20' is not mentioned by '154.20' or '54.205'."""
+    if text.isascii() and constant.isascii() and constant.lower() not in text.lower():
+        return False  # no match possible; skips compiling a pattern per constant (most calls)
     pattern = r"(?<![0-9A-Za-z_])" + re.escape(constant) + r"(?![0-9A-Za-z_]|\.[0-9])"
     return re.search(pattern, text, flags=re.IGNORECASE) is not None
 
