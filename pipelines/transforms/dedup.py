@@ -86,12 +86,8 @@ class NearDupPairs(beam.PTransform):
 
 
 class EmbedFn(beam.DoFn):
-    """Batches of (id, text) -> (id, embedding), the embedder loaded once per worker."""
-
-    def setup(self):
-        from trajforge.verifiers.semantic import load_embedder
-
-        load_embedder()
+    """Batches of (id, text) -> (id, embedding), the embedder loaded once per worker, by the
+    first batch (`embed`): a worker that no record reaches never pays for loading it."""
 
     def process(self, batch):
         from trajforge.verifiers.semantic import embed
