@@ -19,6 +19,7 @@ Usage:
   python benchmarks/bench_build.py                          # rollout+blueprint, 400 and 1600
   python benchmarks/bench_build.py --modes rollout --tasks 400 --repeats 2
   python benchmarks/bench_build.py --modes rollout --tasks 400 --profile   # cProfile a build
+  python benchmarks/bench_build.py --compare 73223e8   # each build also on that commit, alternating
 Writes benchmarks/results/build-<label>-<UTC time>.json.
 """
 
@@ -76,11 +77,13 @@ class BuildSpec:
     semantic: bool = False
 
 
-def run_child(command: list[str], log: Path, timeout_s: float = 3600) -> tuple[int, dict]:
+def run_child(
+    command: list[str], log: Path, timeout_s: float = 3600, env: dict | None = None
+) -> tuple[int, dict]:
     """Run `command`; its exit status and the CPU/RSS of that process tree alone (os.wait4
     reports the child plus every descendant it waited for, nothing else of ours)."""
     with log.open("w") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + timeout_s
         while True:
             pid, status, usage = os.wait4(process.pid, os.WNOHANG)
@@ -137,7 +140,7 @@ def trajectories_of(run_dir: Path) -> list[dict]:
     return out
 
 
-def longest_chain(spec: BuildSpec, trajectories: list[dict], max_retries: int = 2) -> int:
+def longest_chain(spec: BuildSpec, trajectories: list[dict], max_retries: int = 1) -> int:
     """Sequential LLM calls of the slowest task: rollout, one per assistant message (the agent
     waits for each reply; the scripted user makes none) plus the no-tool baseline; blueprint,
     utterances are verbalised concurrently, each retried at most `max_retries` times."""
@@ -147,8 +150,31 @@ def longest_chain(spec: BuildSpec, trajectories: list[dict], max_retries: int = 
     return max(agent_calls, default=0) + 1
 
 
-def bench_one(spec: BuildSpec, out_dir: Path, profile: bool = False) -> dict[str, object]:
-    """One build as a subprocess against a fresh stub process; the row of the report."""
+TOP_LEVEL = ("schemas", "generators", "verifiers", "pipelines", "finetune")
+
+
+def checkout(ref: str) -> Path:
+    """A directory to put first on PYTHONPATH so `trajforge.*` imports commit `ref` (extracted
+    with git archive; the venv's editable install finds the working tree only after it)."""
+    root = RESULTS / f"tree-{ref}"
+    shim = root / "shim" / "trajforge"
+    if not shim.exists():
+        (root / "src").mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(
+            ["git", "-C", str(HERE.parent), "archive", ref], capture_output=True, check=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(root / "src")], input=archive, check=True)
+        shim.mkdir(parents=True)
+        for top in TOP_LEVEL:
+            (shim / top).symlink_to(root / "src" / top)
+    return shim.parent
+
+
+def bench_one(
+    spec: BuildSpec, out_dir: Path, profile: bool = False, tree: Path | None = None
+) -> dict[str, object]:
+    """One build as a subprocess against a fresh stub process; the row of the report. `tree`:
+    build with the code of another commit (`checkout`)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     stub_config = StubConfig(latency_ms=spec.latency_ms, tool_calls_per_episode=3)
     profile_to = out_dir / "build.prof" if profile else None
@@ -156,7 +182,9 @@ def bench_one(spec: BuildSpec, out_dir: Path, profile: bool = False) -> dict[str
         config = write_config(spec, stub.base_url, out_dir)
         stub.reset_stats()
         started = time.perf_counter()
-        code, usage = run_child(build_command(config, out_dir / "run", profile_to), out_dir / "log")
+        env = None if tree is None else {**os.environ, "PYTHONPATH": str(tree)}
+        command = build_command(config, out_dir / "run", profile_to)
+        code, usage = run_child(command, out_dir / "log", env=env)
         wall_s = time.perf_counter() - started
         stats = stub.stats()
     manifest_path = out_dir / "run" / "manifest.json"
@@ -215,13 +243,41 @@ def marginal_cpu(rows: list[dict]) -> dict[str, float]:
     return out
 
 
+def ratios(rows: list[dict], ref: str) -> list[dict]:
+    """HEAD against `ref` for each build of the same repeat (the two ran back to back)."""
+    out = []
+    for row in rows:
+        if row["tree"] != "HEAD" or "cpu_s" not in row:
+            continue
+        twin = [
+            r
+            for r in rows
+            if r["tree"] == ref and r["spec"] == row["spec"] and r["repeat"] == row["repeat"]
+        ]
+        if twin and "cpu_s" in twin[0]:
+            old = twin[0]
+            item = {
+                "mode": row["spec"]["mode"],
+                "num_tasks": row["spec"]["num_tasks"],
+                "repeat": row["repeat"],
+                "cpu_ms_per_task": [old["cpu_ms_per_task"], row["cpu_ms_per_task"]],
+                "cpu_speedup": round(old["cpu_s"] / row["cpu_s"], 2),
+                "wall_speedup": round(old["wall_s"] / row["wall_s"], 2),
+                "efficiency": [old["efficiency"], row["efficiency"]],
+            }
+            out.append(item)
+            print(f"{ref} -> HEAD: {json.dumps(item)}")
+    return out
+
+
 def print_row(row: dict) -> None:
     spec = row["spec"]
+    tree = row.get("tree", "HEAD")[:8]
     if "failed" in row:
-        print(f"{spec['mode']:<10}{spec['num_tasks']:>6}  FAILED {row['failed']}")
+        print(f"{tree:<9}{spec['mode']:<10}{spec['num_tasks']:>6}  FAILED {row['failed']}")
         return
     print(
-        f"{spec['mode']:<10}{spec['num_tasks']:>6}{row['wall_s']:>8.1f}{row['llm_calls']:>7}"
+        f"{tree:<9}{spec['mode']:<10}{spec['num_tasks']:>6}{row['wall_s']:>8.1f}{row['llm_calls']:>7}"
         f"{row['calls_per_s']:>8.1f}{row['efficiency']:>6.2f}{row['efficiency_vs_bound']:>7.2f}"
         f"{row['cpu_ms_per_task']:>8.1f}{row['peak_rss_mb']:>8.0f}{row['stub_max_in_flight']:>6}",
         flush=True,
@@ -229,7 +285,7 @@ def print_row(row: dict) -> None:
 
 
 HEADER = (
-    f"{'mode':<10}{'tasks':>6}{'wall s':>8}{'calls':>7}{'calls/s':>8}{'eff':>6}{'eff(b)':>7}"
+    f"{'tree':<9}{'mode':<10}{'tasks':>6}{'wall s':>8}{'calls':>7}{'calls/s':>8}{'eff':>6}{'eff(b)':>7}"
     f"{'cpu ms':>8}{'rss MB':>8}{'stub':>6}"
 )
 
@@ -245,6 +301,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--profile", action="store_true", help="cProfile each build")
     parser.add_argument("--label", default="run", help="tag in the results file name")
+    parser.add_argument(
+        "--compare", default=None, help="git ref: run each build on it too, alternating"
+    )
     args = parser.parse_args()
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     work = RESULTS / f"build-{args.label}-{stamp}"
@@ -257,6 +316,9 @@ def main() -> None:
             "load_average_at_start": os.getloadavg(),
         },
     }
+    trees: dict[str, Path | None] = {"HEAD": None}
+    if args.compare:
+        trees[args.compare] = checkout(args.compare)
     rows = []
     print(HEADER)
     for repeat in range(args.repeats):
@@ -270,12 +332,18 @@ def main() -> None:
                     max_turns=args.max_turns,
                     semantic=args.semantic,
                 )
-                row = bench_one(spec, work / f"{mode}-{num_tasks}-r{repeat}", args.profile)
-                row["repeat"] = repeat
-                rows.append(row)
-                print_row(row)
+                for name, tree in trees.items():
+                    out = work / f"{name}-{mode}-{num_tasks}-r{repeat}"
+                    row = bench_one(spec, out, args.profile, tree)
+                    row.update(repeat=repeat, tree=name)
+                    rows.append(row)
+                    print_row(row)
     report["builds"] = rows
-    report["marginal_cpu_ms_per_task"] = marginal_cpu(rows)
+    report["marginal_cpu_ms_per_task"] = {
+        name: marginal_cpu([r for r in rows if r["tree"] == name]) for name in trees
+    }
+    if args.compare:
+        report["ratios"] = ratios(rows, args.compare)
     report["load_average_at_end"] = os.getloadavg()
     print(f"marginal CPU ms per task: {report['marginal_cpu_ms_per_task']}")
     out = RESULTS / f"build-{args.label}-{stamp}.json"
