@@ -499,70 +499,23 @@ def print_rollouts(title: str, results: list[RolloutResult]) -> None:
 
 # -- whole build -----------------------------------------------------------------------------
 
-BUILD_CONFIG = """\
-name: bench-rollout-stub
-domain: retail
-num_tasks: {num_tasks}
-seed: 1
-mode: rollout
-roles:
-  agent: {{kind: openai, base_url: "{base_url}", model: stub-model}}
-rollout: {{agent: llm, user: scripted, max_turns: {max_turns}}}
-sampling: {{temperature: 0.0, max_tokens: 64}}
-concurrency: {{max_in_flight: {concurrency}}}
-cache: {{enabled: {cache}}}
-output:
-  num_shards: 2
-  splits: {{train: 0.9, validation: 0.0, golden: 0.1}}
-"""
-
 
 def bench_build(
     num_tasks: int, latency_ms: float, concurrency: int, max_turns: int, out_dir: Path
 ) -> dict[str, object]:
-    """`trajforge build` as a subprocess (imports, Beam, writing parquet included); the
-    LLM calls are counted by the stub, the outcome read from the run's manifest."""
-    config = StubConfig(latency_ms=latency_ms, tool_calls_per_episode=3)
-    with spawn_stub_process(config) as stub:
-        config_path = out_dir / "build.yaml"
-        config_path.write_text(
-            BUILD_CONFIG.format(
-                num_tasks=num_tasks,
-                base_url=stub.base_url,
-                max_turns=max_turns,
-                concurrency=concurrency,
-                cache="false",
-            )
-        )
-        trajforge = Path(sys.executable).parent / "trajforge"
-        command = [str(trajforge), "build", "--config", str(config_path),
-                   "--output", str(out_dir / "run"), "--no-progress"]  # fmt: skip
-        stub.reset_stats()
-        wall0 = time.perf_counter()
-        completed = subprocess.run(command, capture_output=True, text=True, timeout=1800)
-        wall_s = time.perf_counter() - wall0
-        stats = stub.stats()
-        calls = stats["requests"]
-    (out_dir / "build.log").write_text(completed.stdout + completed.stderr)
-    manifest_path = out_dir / "run" / "manifest.json"
-    if completed.returncode != 0 or not manifest_path.exists():
-        return {"failed": f"exit {completed.returncode}, see {out_dir / 'build.log'}"}
-    manifest = json.loads(manifest_path.read_text())
-    accounting = manifest["accounting"]
-    return {
-        "num_tasks": num_tasks,
-        "concurrency": concurrency,
-        "latency_ms": latency_ms,
-        "max_turns": max_turns,
-        "wall_s": round(wall_s, 2),
-        "llm_calls": calls,
-        "calls_per_s": round(calls / wall_s, 1),
-        "trajectories_per_s": round(accounting["inputs"] / wall_s, 2),
-        "pipeline_wall_s": manifest.get("wall_time_s"),  # the build's own clock, no imports
-        "stub_max_in_flight": stats["max_in_flight"],
-        "stub_served_ms": stats["served_ms"],
-        "accounting": accounting,
-    }
+    """`trajforge build` as a subprocess (imports, Beam, writing parquet included), rollout
+    mode: the same run as benchmarks/bench_build.py (which also does blueprint, task counts,
+    CPU per task and the comparison with another commit)."""
+    from bench_build import BuildSpec, bench_one
+
+    spec = BuildSpec(
+        mode="rollout",
+        num_tasks=num_tasks,
+        latency_ms=latency_ms,
+        concurrency=concurrency,
+        max_turns=max_turns,
+    )
+    return bench_one(spec, out_dir)
 
 
 def print_table(title: str, results: list[RunResult], baseline: RunResult | None = None) -> None:

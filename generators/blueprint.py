@@ -10,6 +10,7 @@ templated is recorded in `Trajectory.verbalisation`.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Literal
 
 from trajforge.generators.blueprint_plan import (
@@ -20,7 +21,7 @@ from trajforge.generators.blueprint_plan import (
     plan_blueprint,
 )
 from trajforge.generators.prompts import STOP_TOKEN, agent_system_prompt
-from trajforge.generators.tooling import Domain, state_hash
+from trajforge.generators.tooling import Domain
 from trajforge.generators.verbalise import Verbaliser
 from trajforge.schemas import (
     LLMClient,
@@ -110,7 +111,10 @@ async def run_blueprint(
     "none"); the others keep their deterministic drafts. On a small CPU model, rewriting only
     the user's turns (where the persona's voice matters) halves the cost of a trajectory.
     """
-    state, calls = execute_skeleton(task, domain)
+    _, executed = execute_skeleton(task, domain)  # raises unless it ends at gold_final_hash
+    # Writes carry the dumped state after them (for replays); a skeleton kept while its
+    # utterances are written needs only the observation and the diff.
+    calls = [SkeletonCall(c.call, replace(c.execution, state_after=None)) for c in executed]
     # Optional domain member: a domain whose policy asks no confirmation before a write.
     plan = plan_blueprint(task, calls, getattr(domain, "confirm_writes", True))
     system = Message(role="system", content=agent_system_prompt(domain.policy, domain.vocabulary))
@@ -131,7 +135,7 @@ async def run_blueprint(
         messages=tuple(messages),
         steps=tuple(steps),
         termination="blueprint_complete",
-        final_state_hash=state_hash(state),
+        final_state_hash=task.gold_final_hash,  # what execute_skeleton checked it reaches
         cost=writer.cost,
         provenance=provenance,
         verbalisation=VerbalisationStats(

@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from trajforge.generators.agent import AgentPolicy, AgentTurn
 from trajforge.generators.prompts import TRANSFER_TOKEN, agent_system_prompt
+from trajforge.generators.replays import remember_final
 from trajforge.generators.tooling import Domain, ToolExecution, state_hash
 from trajforge.generators.user import UserSimulator
 from trajforge.schemas import (
@@ -110,13 +111,16 @@ async def run_rollout(
         Message(role="system", content=agent_system_prompt(domain.policy, domain.vocabulary))
     )
     termination = await _converse(run, agent, user, max_turns=max_turns, max_steps=max_steps)
+    final_hash = state_hash(run.state)
+    # The outcome check replays exactly these calls on a fresh state: it reads this instead.
+    remember_final(domain, task.initial_state, [s.call for s in run.steps], final_hash)
     return Trajectory.create(
         task=task,
         mode="rollout",
         messages=tuple(run.messages),
         steps=tuple(run.steps),
         termination=termination,
-        final_state_hash=state_hash(run.state),
+        final_state_hash=final_hash,
         cost=run.cost,
         provenance=provenance,
     )

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import re
 
-from trajforge.generators.tooling import Domain, TaskRejected, state_hash
+from trajforge.generators.replays import gold_calls, replay_domain
+from trajforge.generators.tooling import Domain, TaskRejected
 from trajforge.generators.values import leaf_strings
-from trajforge.schemas import Task, TaskVerification, ToolCall
+from trajforge.schemas import Task, TaskVerification
 
 CHECKS = (
     "gold_executes",
@@ -55,22 +56,19 @@ def _replay_hashes(domain: Domain, task: Task) -> list[str]:
 
     A prefix's end state is the state after that many actions of the same replay (tools are
     deterministic), so one pass answers every prefix question. Only state-mutating tools are
-    rehashed (reads keep the previous hash); the last entry is always a fresh hash.
+    rehashed (reads keep the previous hash); the last entry is always a fresh hash. Synthesis
+    already ran this replay (generators/replays.py), so in the same process it is not rerun.
     """
-    state = domain.initial_state(task.initial_state)
-    hashes = [state_hash(state)]
-    for i, action in enumerate(task.gold_actions):
-        call = ToolCall(id=f"gold_{i}", name=action.name, arguments=action.arguments)
-        result = domain.toolbox.execute(state, call)
-        if result.error is not None:
-            raise TaskRejected(
-                "gold_action_failed",
-                f"gold action {i} {action.name} failed: {result.observation}",
-                task,
-            )
-        hashes.append(state_hash(state) if result.mutating else hashes[-1])
-    hashes[-1] = state_hash(state)
-    return hashes
+    replayed = replay_domain(domain, task.initial_state, gold_calls(task.gold_actions), True)
+    if replayed.failed is not None:
+        i, observation = replayed.failed
+        raise TaskRejected(
+            "gold_action_failed",
+            f"gold action {i} {task.gold_actions[i].name} failed: {observation}",
+            task,
+        )
+    assert replayed.hashes is not None
+    return list(replayed.hashes)
 
 
 def lookup_constants(task: Task) -> set[str]:
@@ -86,6 +84,8 @@ def lookup_constants(task: Task) -> set[str]:
 
 def _mentions(text: str, constant: str) -> bool:
     """Whole-token, case-insensitive: '54.20' is not mentioned by '154.20' or '54.205'."""
+    if text.isascii() and constant.isascii() and constant.lower() not in text.lower():
+        return False  # no match possible; skips compiling a pattern per constant (most calls)
     pattern = r"(?<![0-9A-Za-z_])" + re.escape(constant) + r"(?![0-9A-Za-z_]|\.[0-9])"
     return re.search(pattern, text, flags=re.IGNORECASE) is not None
 

@@ -15,7 +15,7 @@ import inspect
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
@@ -209,6 +209,9 @@ class ToolExecution:
     error: str | None
     diff: tuple[DiffEntry, ...]
     mutating: bool
+    #: The dumped state after a successful write (made for the diff anyway): replays hash it
+    #: instead of dumping the state again. None for reads and failed calls.
+    state_after: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
 
 def _render_result(value: Any) -> str:
@@ -235,6 +238,8 @@ class Toolbox:
         self._models = {fn.__name__: _arguments_model(fn) for fn in functions}
         self.specs: tuple[ToolSpec, ...] = tuple(spec_from_function(fn) for fn in functions)
         self._by_name = {s.name: s for s in self.specs}
+        #: Which functions these are (memoised replays must not mix two toolboxes of a name).
+        self.fingerprint = content_hash([[fn.__module__, fn.__qualname__] for fn in functions])
 
     def spec(self, name: str) -> ToolSpec | None:
         return self._by_name.get(name)
@@ -275,8 +280,11 @@ class Toolbox:
             if before is not None:
                 _restore(state, before)
             return ToolExecution(_error_observation(err), "tool_error", (), spec.mutates_state)
-        diff = state_diff(before, state.model_dump(mode="json")) if before is not None else ()
-        return ToolExecution(_render_result(result), None, diff, spec.mutates_state)
+        if before is None:
+            return ToolExecution(_render_result(result), None, (), spec.mutates_state)
+        after = state.model_dump(mode="json")
+        diff = state_diff(before, after)
+        return ToolExecution(_render_result(result), None, diff, spec.mutates_state, after)
 
 
 def _error_observation(err: Exception) -> str:

@@ -15,6 +15,7 @@ share these helpers, so `54.2`, `54.20` and `$54.20` agree everywhere:
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -171,6 +172,13 @@ def extract_values(text: str) -> set[str]:
     Tokens with digits cover ids (`#W1234567`, `credit_card_123`, `sara_doe_1234`), item ids
     and zip codes; short bare numbers (quantities, ordinals) are ignored as prose.
     """
+    return set(_extract_values(text))  # a fresh set: callers add to it
+
+
+@functools.lru_cache(maxsize=2048)
+def _extract_values(text: str) -> frozenset[str]:
+    """Several filters read the same messages (a tool output is evidence for the signatures,
+    the hallucination and the grounding checks): each text is scanned once."""
     values: set[str] = set()
     rest = text
     for pattern, key in ((_EMAIL, str.lower), (_DATE, str.lower), (_AMOUNT, amount_key)):
@@ -181,4 +189,4 @@ def extract_values(text: str) -> set[str]:
         token = m.group(0).strip("-_")
         if any(c.isdigit() for c in token) and not _PROSE_NUMBER.match(token.lstrip("#")):
             values.add(token.lower())
-    return values
+    return frozenset(values)

@@ -92,8 +92,15 @@ class BuildResult:
     manifest: dict[str, Any]
 
 
-def build_pipeline(p: beam.Pipeline, config: BuildConfig, run_dir: str) -> None:
-    """Compose the stages on pipeline `p`; disabled optional stages are left out entirely."""
+def build_pipeline(
+    p: beam.Pipeline, config: BuildConfig, run_dir: str, rebalance: bool = True
+) -> None:
+    """Compose the stages on pipeline `p`; disabled optional stages are left out entirely.
+
+    `rebalance` reshuffles verified tasks before generation (remote runners: spread the
+    expensive step over workers). A reshuffle is a barrier: a local runner would synthesize
+    every task before the first LLM call, so local builds fuse synthesis into generation and
+    the LLM latency overlaps the synchronous stages' CPU."""
     plain = StageResources(config, run_dir)
     with_llm = StageResources(config, run_dir, needs_llm=True)
     quality = config.quality
@@ -110,9 +117,8 @@ def build_pipeline(p: beam.Pipeline, config: BuildConfig, run_dir: str) -> None:
         seeds, "SynthesizeTasks", SyncStageFn("synthesize", plain, stages.synthesize_task)
     )
     tasks = stage(tasks, "VerifyTasks", SyncStageFn("verify_task", plain, stages.verify_task))
-    # Generation is the expensive step: rebalance its input across workers, and let the cheap
-    # preparation stage run (and report progress) before any model loads.
-    tasks = tasks | "ReshuffleTasks" >> beam.Reshuffle()
+    if rebalance:  # generation is the expensive step: rebalance its input across workers
+        tasks = tasks | "ReshuffleTasks" >> beam.Reshuffle()
     if quality.shortcut.no_tool_baseline:
         tasks = stage(
             tasks,
@@ -286,7 +292,7 @@ def run_build(config: BuildConfig, run_dir: str, beam_args: list[str]) -> BuildR
     runner = options.get_all_options().get("runner") or "FnApiRunner"
     io.write_text(io.join(run_dir, "config.json"), canonical_json(config.model_dump(mode="json")))
     p = beam.Pipeline(options=options)
-    build_pipeline(p, config, run_dir)
+    build_pipeline(p, config, run_dir, rebalance=runner not in LOCAL_RUNNERS)
     result = p.run()
     if runner in LOCAL_RUNNERS:
         result.wait_until_finish()

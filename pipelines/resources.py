@@ -35,8 +35,9 @@ ROLES = ("agent", "user", "judge", "baseline")
 @dataclass(frozen=True)
 class RoleClients:
     """One accounting client per role; roles bound to the same backend share its connections,
-    cache and concurrency limit (so `max_in_flight` holds at that endpoint) but keep their own
-    tallies, which become the manifest's per-role counters."""
+    cache and concurrency limit (so `concurrency.calls_limit` holds at that endpoint across every
+    stage of the process) but keep their own tallies, which become the manifest's per-role
+    counters."""
 
     agent: AccountingLLM
     user: AccountingLLM
@@ -74,7 +75,7 @@ def _build_role_clients(config: BuildConfig, cache_path: str | None) -> RoleClie
             built[key] = build_client(
                 cfg,
                 cache=cache,
-                max_in_flight=config.concurrency.max_in_flight,
+                max_in_flight=config.concurrency.calls_limit,
                 limits=config.limits,
             )
         return built[key].for_role()

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import ClassVar
 
-from trajforge.generators.tooling import Domain, state_hash
+from trajforge.generators.replays import gold_calls, replay_domain
+from trajforge.generators.tooling import Domain
 from trajforge.generators.values import mentions_value
 from trajforge.schemas import (
-    GoldAction,
     InitialState,
     OutcomeResult,
     RejectionReason,
@@ -30,18 +30,9 @@ OK_TERMINATIONS: frozenset[TerminationReason] = frozenset({"user_stop", "bluepri
 
 
 def replay_hash(domain: Domain, init: InitialState, calls: Iterable[ToolCall]) -> str:
-    """Final state hash after executing `calls` in order on a fresh initial state."""
-    state = domain.initial_state(init)
-    for call in calls:
-        domain.toolbox.execute(state, call)
-    return state_hash(state)
-
-
-def gold_calls(actions: Iterable[GoldAction]) -> list[ToolCall]:
-    """The gold plan as tool calls, so it runs through the same boundary as the agent's."""
-    return [
-        ToolCall(id=f"gold_{i}", name=a.name, arguments=a.arguments) for i, a in enumerate(actions)
-    ]
+    """Final state hash after executing `calls` in order on a fresh initial state (computed
+    once per process for the same inputs: generators/replays.py)."""
+    return replay_domain(domain, init, list(calls)).final
 
 
 def missing_outputs(trajectory: Trajectory) -> tuple[str, ...]:

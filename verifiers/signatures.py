@@ -39,22 +39,41 @@ def _agent_values(message: Message) -> set[str]:
     return found
 
 
-def _agent_states(message: Message, value: str) -> bool:
-    """The agent says or passes `value` in this message (prose outputs match as substrings)."""
-    if value in _agent_values(message):
-        return True
-    return not value.startswith("amount:") and value in normalise(message.content or "")
+def _states(said: set[str], prose: str, value: str) -> bool:
+    """The agent says or passes `value` in a message (`said`: its values, `prose`: its text
+    normalised; prose outputs match as substrings)."""
+    return value in said or (not value.startswith("amount:") and value in prose)
 
 
 def _answer_hits(trajectory: Trajectory, values: Sequence[str]) -> dict[str, int]:
     hits: dict[str, int] = {}
     for index, message in enumerate(trajectory.messages):
-        if message.role != "assistant":
+        if message.role != "assistant" or len(hits) == len(values):
             continue
+        # Extracted once per message, not once per (message, value): this was most of the
+        # shortcut filters' CPU.
+        said, prose = _agent_values(message), normalise(message.content or "")
         for value in values:
-            if value not in hits and _agent_states(message, value):
+            if value not in hits and _states(said, prose, value):
                 hits[value] = index
     return hits
+
+
+#: The last few scans, by the identity of the messages they read: the signatures and the
+#: answer-before-evidence filter scan the same trajectory (a copy sharing its messages tuple)
+#: back to back. Holding the tuple keeps the identity check safe.
+_RECENT: list[tuple[tuple[Message, ...], tuple[str, ...], dict[str, int], dict[str, int]]] = []
+
+
+def _scan(trajectory: Trajectory, values: tuple[str, ...]) -> tuple[dict, dict]:
+    """(answer hits, evidence turns) of `values` in the trajectory, reused while recent."""
+    for messages, scanned, hits, evidence in _RECENT:
+        if messages is trajectory.messages and scanned == values:
+            return dict(hits), dict(evidence)
+    hits, evidence = _answer_hits(trajectory, values), _evidence_turns(trajectory, values)
+    _RECENT.insert(0, (trajectory.messages, values, hits, evidence))
+    del _RECENT[4:]
+    return dict(hits), dict(evidence)
 
 
 def _evidence_turns(trajectory: Trajectory, values: Sequence[str]) -> dict[str, int]:
@@ -87,8 +106,7 @@ def _agent_tokens(message: Message) -> int:
 def compute_signatures(trajectory: Trajectory, gold: Sequence[str] | None = None) -> Signatures:
     """Signatures of one trajectory; `gold` defaults to `gold_values(trajectory.task)`."""
     values = tuple(gold) if gold is not None else gold_values(trajectory.task)
-    hits = _answer_hits(trajectory, values)
-    evidence = _evidence_turns(trajectory, values)
+    hits, evidence = _scan(trajectory, values)
     answer_at = _answer_index(trajectory, hits, values)
     before = [m for m in trajectory.messages[:answer_at] if m.role == "assistant"]
     return Signatures(
@@ -102,8 +120,7 @@ def compute_signatures(trajectory: Trajectory, gold: Sequence[str] | None = None
 def early_answers(trajectory: Trajectory, gold: Sequence[str] | None = None) -> dict[str, int]:
     """Gold values the agent stated before any tool output or user turn showed them."""
     values = tuple(gold) if gold is not None else gold_values(trajectory.task)
-    hits = _answer_hits(trajectory, values)
-    evidence = _evidence_turns(trajectory, values)
+    hits, evidence = _scan(trajectory, values)
     return {v: t for v, t in hits.items() if not (v in evidence and evidence[v] < t)}
 
 

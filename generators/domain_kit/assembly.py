@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from trajforge.generators.domain_kit.planning import Plan, TaskSpace, best_plan
-from trajforge.generators.domain_kit.replay import gold_final_hash
 from trajforge.generators.prompts import STOP_TOKEN
+from trajforge.generators.replays import gold_calls, replay
 from trajforge.generators.tooling import TaskRejected, Toolbox
 from trajforge.generators.vocabulary import DomainVocabulary
 from trajforge.schemas import (
@@ -136,9 +136,15 @@ def synthesize(
     recipe.vocabulary.check_task_types(task_types, recipe.domain)
     scenario = scenario_from_plan(plan, recipe.instructions(plan, state, persona))
     scenario, plan = recipe.finish_scenario(scenario, plan, state, persona, rng)
-    final_hash = gold_final_hash(recipe.toolbox, state, plan.actions)
-    if final_hash is None:
+    # The replay verification needs (a hash after every action) is the one that gives the
+    # gold final hash: it runs once here, on the final plan (candidate look-ups included) over
+    # the persona's world, and verify_task reads it from the process memo.
+    replayed = replay(
+        recipe.domain, recipe.toolbox, initial_state, init, gold_calls(plan.actions), True
+    )
+    if replayed.failed is not None:
         raise TaskRejected("gold_action_failed", f"gold plan failed on a fresh world {seed}")
+    final_hash = replayed.final
     return Task.create(
         domain=recipe.domain,
         intent=IntentCoordinates(

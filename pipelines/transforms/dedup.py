@@ -140,12 +140,8 @@ def NearDupPairs(  # noqa: N802 - reads as a transform
 
 class EmbedFn(beam.DoFn):
     """Batches of DedupItems -> (id, embedding, content key), the embedder loaded once per
-    worker (through `load_embedder`, the one access point)."""
-
-    def setup(self):
-        from trajforge.verifiers.semantic import load_embedder
-
-        load_embedder()
+    worker by the first batch (`embed`, through `load_embedder`, the one access point): a worker
+    that no record reaches never pays for loading it."""
 
     def process(self, batch):
         from trajforge.verifiers.semantic import embed

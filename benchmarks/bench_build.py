@@ -1,0 +1,355 @@
+"""Whole-build benchmark: `trajforge build` as a subprocess against the stub (issue 14).
+
+For each mode (rollout: agent on the stub, scripted user; blueprint: verbaliser on the stub) and
+each task count, one build with `max_in_flight` C, the response cache off and semantic dedup off
+(`--semantic` turns it on). Reported per build:
+
+  calls/s        LLM requests counted by the stub / subprocess wall time;
+  efficiency     endpoint-bound ideal (calls x latency / C) / wall time, and the same ideal
+                 floored at the critical path (the longest chain of sequential calls of one
+                 task x latency; no schedule beats it);
+  CPU ms/task    user+system CPU of the build process and its children (os.wait4 of that one
+                 child, so neither the stub nor earlier builds count) / tasks; the marginal cost
+                 between the smallest and the largest task count is printed too (imports and
+                 pipeline construction cancel out);
+  peak RSS       ru_maxrss of the build process tree;
+  stub max in flight.
+
+Usage:
+  python benchmarks/bench_build.py                          # rollout+blueprint, 400 and 1600
+  python benchmarks/bench_build.py --modes rollout --tasks 400 --repeats 2
+  python benchmarks/bench_build.py --modes rollout --tasks 400 --profile   # cProfile a build
+  python benchmarks/bench_build.py --compare 73223e8   # each build also on that commit, alternating
+Writes benchmarks/results/build-<label>-<UTC time>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import platform
+import pstats
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from stub_server import StubConfig, spawn_stub_process  # noqa: E402
+
+RESULTS = HERE / "results"
+
+BUILD_CONFIG = """\
+name: bench-{mode}-stub
+domain: retail
+num_tasks: {num_tasks}
+seed: 1
+mode: {mode}
+roles:
+  agent: {{kind: openai, base_url: "{base_url}", model: stub-model, needs_api_key: false}}
+rollout: {{agent: llm, user: scripted, max_turns: {max_turns}}}
+sampling: {{temperature: 0.0, max_tokens: 64}}
+concurrency: {{max_in_flight: {concurrency}}}
+cache: {{enabled: false}}
+quality:
+  dedup:
+    semantic: {{enabled: {semantic}}}
+output:
+  num_shards: 2
+  splits: {{train: 0.9, validation: 0.0, golden: 0.1}}
+"""
+
+
+@dataclass(frozen=True)
+class BuildSpec:
+    """One benchmarked build."""
+
+    mode: str
+    num_tasks: int
+    latency_ms: float = 50.0
+    concurrency: int = 64
+    max_turns: int = 4
+    semantic: bool = False
+
+
+def run_child(
+    command: list[str], log: Path, timeout_s: float = 3600, env: dict | None = None
+) -> tuple[int, dict]:
+    """Run `command`; its exit status and the CPU/RSS of that process tree alone (os.wait4
+    reports the child plus every descendant it waited for, nothing else of ours)."""
+    with log.open("w") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                process.kill()
+            time.sleep(0.05)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return process.returncode, {
+        "cpu_user_s": round(usage.ru_utime, 3),
+        "cpu_system_s": round(usage.ru_stime, 3),
+        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),  # Linux: kilobytes
+    }
+
+
+def write_config(spec: BuildSpec, base_url: str, out_dir: Path) -> Path:
+    path = out_dir / "build.yaml"
+    path.write_text(
+        BUILD_CONFIG.format(
+            mode=spec.mode,
+            num_tasks=spec.num_tasks,
+            base_url=base_url,
+            max_turns=spec.max_turns,
+            concurrency=spec.concurrency,
+            semantic=str(spec.semantic).lower(),
+        )
+    )
+    return path
+
+
+def build_command(config: Path, run_dir: Path, profile_to: Path | None) -> list[str]:
+    trajforge = str(Path(sys.executable).parent / "trajforge")
+    args = ["build", "--config", str(config), "--output", str(run_dir), "--no-progress"]
+    if profile_to is None:
+        return [trajforge, *args]
+    return [sys.executable, "-m", "cProfile", "-o", str(profile_to), trajforge, *args]
+
+
+def trajectories_of(run_dir: Path) -> list[dict]:
+    """Every trajectory the build produced (kept rows and rejections after generation)."""
+    import pyarrow.parquet as pq
+
+    out = []
+    for path in sorted(glob.glob(str(run_dir / "data" / "*.parquet"))):
+        out += [
+            json.loads(t) for t in pq.read_table(path, columns=["trajectory_json"])[0].to_pylist()
+        ]
+    for path in sorted(glob.glob(str(run_dir / "rejected" / "*.jsonl"))):
+        for line in Path(path).read_text().splitlines():
+            payload = json.loads(json.loads(line)["payload_json"])
+            if "messages" in payload:
+                out.append(payload)
+    return out
+
+
+def longest_chain(spec: BuildSpec, trajectories: list[dict], max_retries: int = 1) -> int:
+    """Sequential LLM calls of the slowest task: rollout, one per assistant message (the agent
+    waits for each reply; the scripted user makes none) plus the no-tool baseline; blueprint,
+    utterances are verbalised concurrently, each retried at most `max_retries` times."""
+    if spec.mode == "blueprint":
+        return 1 + max_retries + 1
+    agent_calls = [sum(m["role"] == "assistant" for m in t["messages"]) for t in trajectories]
+    return max(agent_calls, default=0) + 1
+
+
+TOP_LEVEL = ("schemas", "generators", "verifiers", "pipelines", "finetune")
+
+
+def checkout(ref: str) -> Path:
+    """A directory to put first on PYTHONPATH so `trajforge.*` imports commit `ref` (extracted
+    with git archive; the venv's editable install finds the working tree only after it)."""
+    root = RESULTS / f"tree-{ref}"
+    shim = root / "shim" / "trajforge"
+    if not shim.exists():
+        (root / "src").mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(
+            ["git", "-C", str(HERE.parent), "archive", ref], capture_output=True, check=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(root / "src")], input=archive, check=True)
+        shim.mkdir(parents=True)
+        for top in TOP_LEVEL:
+            (shim / top).symlink_to(root / "src" / top)
+    return shim.parent
+
+
+def bench_one(
+    spec: BuildSpec, out_dir: Path, profile: bool = False, tree: Path | None = None
+) -> dict[str, object]:
+    """One build as a subprocess against a fresh stub process; the row of the report. `tree`:
+    build with the code of another commit (`checkout`)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stub_config = StubConfig(latency_ms=spec.latency_ms, tool_calls_per_episode=3)
+    profile_to = out_dir / "build.prof" if profile else None
+    with spawn_stub_process(stub_config) as stub:
+        config = write_config(spec, stub.base_url, out_dir)
+        stub.reset_stats()
+        started = time.perf_counter()
+        env = None if tree is None else {**os.environ, "PYTHONPATH": str(tree)}
+        command = build_command(config, out_dir / "run", profile_to)
+        code, usage = run_child(command, out_dir / "log", env=env)
+        wall_s = time.perf_counter() - started
+        stats = stub.stats()
+    manifest_path = out_dir / "run" / "manifest.json"
+    if not manifest_path.exists():
+        return {"spec": spec.__dict__, "failed": f"exit {code}, see {out_dir / 'log'}"}
+    manifest = json.loads(manifest_path.read_text())
+    calls = stats["requests"]
+    cpu_s = usage["cpu_user_s"] + usage["cpu_system_s"]
+    ideal_s = calls * spec.latency_ms / 1000 / spec.concurrency
+    chain = longest_chain(spec, trajectories_of(out_dir / "run"))
+    critical_s = chain * spec.latency_ms / 1000
+    row = {
+        "spec": spec.__dict__,
+        "exit_code": code,
+        "wall_s": round(wall_s, 2),
+        "pipeline_wall_s": manifest.get("wall_time_s"),
+        "llm_calls": calls,
+        "calls_per_s": round(calls / wall_s, 1),
+        "ideal_s": round(ideal_s, 2),
+        "critical_path_s": round(critical_s, 2),
+        "efficiency": round(ideal_s / wall_s, 3),
+        "efficiency_vs_bound": round(max(ideal_s, critical_s) / wall_s, 3),
+        "cpu_s": round(cpu_s, 2),
+        "cpu_ms_per_task": round(1000 * cpu_s / spec.num_tasks, 1),
+        **usage,
+        "stub_max_in_flight": stats["max_in_flight"],
+        "stub_served_ms": stats["served_ms"],
+        "accounting": manifest["accounting"],
+    }
+    if profile_to is not None:
+        row["profile"] = str(profile_to)
+        print_profile(profile_to)
+    return row
+
+
+def print_profile(path: Path, top: int = 35) -> None:
+    """The build's main thread (where Beam runs the DoFns), by cumulative and by own time."""
+    stats = pstats.Stats(str(path))
+    stats.sort_stats("cumulative").print_stats(top)
+    stats.sort_stats("tottime").print_stats(top)
+
+
+def marginal_cpu(rows: list[dict]) -> dict[str, float]:
+    """Per mode: CPU ms per extra task between the smallest and the largest build (the fixed
+    cost of imports and pipeline construction cancels out)."""
+    out = {}
+    for mode in sorted({r["spec"]["mode"] for r in rows if "cpu_s" in r}):
+        ok = sorted(
+            (r for r in rows if r["spec"]["mode"] == mode and "cpu_s" in r),
+            key=lambda r: r["spec"]["num_tasks"],
+        )
+        small, large = ok[0], ok[-1]
+        extra = large["spec"]["num_tasks"] - small["spec"]["num_tasks"]
+        if extra > 0:
+            out[mode] = round(1000 * (large["cpu_s"] - small["cpu_s"]) / extra, 1)
+    return out
+
+
+def ratios(rows: list[dict], ref: str) -> list[dict]:
+    """HEAD against `ref` for each build of the same repeat (the two ran back to back)."""
+    out = []
+    for row in rows:
+        if row["tree"] != "HEAD" or "cpu_s" not in row:
+            continue
+        twin = [
+            r
+            for r in rows
+            if r["tree"] == ref and r["spec"] == row["spec"] and r["repeat"] == row["repeat"]
+        ]
+        if twin and "cpu_s" in twin[0]:
+            old = twin[0]
+            item = {
+                "mode": row["spec"]["mode"],
+                "num_tasks": row["spec"]["num_tasks"],
+                "repeat": row["repeat"],
+                "cpu_ms_per_task": [old["cpu_ms_per_task"], row["cpu_ms_per_task"]],
+                "cpu_speedup": round(old["cpu_s"] / row["cpu_s"], 2),
+                "wall_speedup": round(old["wall_s"] / row["wall_s"], 2),
+                "efficiency": [old["efficiency"], row["efficiency"]],
+            }
+            out.append(item)
+            print(f"{ref} -> HEAD: {json.dumps(item)}")
+    return out
+
+
+def print_row(row: dict) -> None:
+    spec = row["spec"]
+    tree = row.get("tree", "HEAD")[:8]
+    if "failed" in row:
+        print(f"{tree:<9}{spec['mode']:<10}{spec['num_tasks']:>6}  FAILED {row['failed']}")
+        return
+    print(
+        f"{tree:<9}{spec['mode']:<10}{spec['num_tasks']:>6}{row['wall_s']:>8.1f}{row['llm_calls']:>7}"
+        f"{row['calls_per_s']:>8.1f}{row['efficiency']:>6.2f}{row['efficiency_vs_bound']:>7.2f}"
+        f"{row['cpu_ms_per_task']:>8.1f}{row['peak_rss_mb']:>8.0f}{row['stub_max_in_flight']:>6}",
+        flush=True,
+    )
+
+
+HEADER = (
+    f"{'tree':<9}{'mode':<10}{'tasks':>6}{'wall s':>8}{'calls':>7}{'calls/s':>8}{'eff':>6}{'eff(b)':>7}"
+    f"{'cpu ms':>8}{'rss MB':>8}{'stub':>6}"
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--modes", default="rollout,blueprint")
+    parser.add_argument("--tasks", default="400,1600", help="comma-separated task counts")
+    parser.add_argument("--latency-ms", type=float, default=50.0)
+    parser.add_argument("--concurrency", type=int, default=64, help="max_in_flight")
+    parser.add_argument("--max-turns", type=int, default=4)
+    parser.add_argument("--semantic", action="store_true", help="semantic dedup on")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--profile", action="store_true", help="cProfile each build")
+    parser.add_argument("--label", default="run", help="tag in the results file name")
+    parser.add_argument(
+        "--compare", default=None, help="git ref: run each build on it too, alternating"
+    )
+    args = parser.parse_args()
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    work = RESULTS / f"build-{args.label}-{stamp}"
+    report: dict[str, object] = {
+        "date_utc": stamp,
+        "label": args.label,
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "load_average_at_start": os.getloadavg(),
+        },
+    }
+    trees: dict[str, Path | None] = {"HEAD": None}
+    if args.compare:
+        trees[args.compare] = checkout(args.compare)
+    rows = []
+    print(HEADER)
+    for repeat in range(args.repeats):
+        for mode in args.modes.split(","):
+            for num_tasks in (int(n) for n in args.tasks.split(",")):
+                spec = BuildSpec(
+                    mode=mode,
+                    num_tasks=num_tasks,
+                    latency_ms=args.latency_ms,
+                    concurrency=args.concurrency,
+                    max_turns=args.max_turns,
+                    semantic=args.semantic,
+                )
+                for name, tree in trees.items():
+                    out = work / f"{name}-{mode}-{num_tasks}-r{repeat}"
+                    row = bench_one(spec, out, args.profile, tree)
+                    row.update(repeat=repeat, tree=name)
+                    rows.append(row)
+                    print_row(row)
+    report["builds"] = rows
+    report["marginal_cpu_ms_per_task"] = {
+        name: marginal_cpu([r for r in rows if r["tree"] == name]) for name in trees
+    }
+    if args.compare:
+        report["ratios"] = ratios(rows, args.compare)
+    report["load_average_at_end"] = os.getloadavg()
+    print(f"marginal CPU ms per task: {report['marginal_cpu_ms_per_task']}")
+    out = RESULTS / f"build-{args.label}-{stamp}.json"
+    out.write_text(json.dumps(report, indent=2))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,170 @@
+"""Replays of tool calls on a task's initial state, computed once per process and reused.
+
+A task's world is replayed by several stages: synthesis runs the gold plan to get its final
+hash, pre-rollout verification runs it again for the hash after every action, the rollout (or
+the blueprint skeleton) runs the agent's calls, and the outcome check runs both the agent's
+calls and the gold plan once more. Each replay rebuilds a 76 KB state and hashes it, which was
+most of a build's CPU. The tools are deterministic, so a replay's result is a function of
+(domain, initial state, calls): `replay` computes it once and keeps it in a bounded per-process
+memo keyed by the content hash of exactly those inputs (tool name, arguments and parse error of
+each call; never the call id, which does not change what a tool does). A record edited after the
+fact has other calls and so another key; a miss (another worker, an evicted entry) simply
+replays again, so results never depend on what is cached, only the CPU does.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from trajforge.generators.tooling import Domain, Toolbox, ToolExecution, state_hash
+from trajforge.schemas import GoldAction, InitialState, ToolCall, content_hash
+
+#: Entries kept per process (~1 KB each). A batch runner finishes a stage for every element
+#: before the next stage starts, so a build larger than this replays the older tasks again.
+MEMO_SIZE = 32_768
+
+
+@dataclass(frozen=True)
+class Replay:
+    """What replaying calls on a fresh initial state gives.
+
+    `final`: the state hash after the last call. `hashes`: the hash before any call, then after
+    each call (a read keeps the previous hash; the last entry is always a fresh hash), or None
+    when only the final hash was recorded (a rollout). `failed`: (index, observation) of the
+    first call that returned an error, else None (also unknown when `hashes` is None).
+    """
+
+    final: str
+    hashes: tuple[str, ...] | None = None
+    failed: tuple[int, str] | None = None
+
+
+class ReplayMemo:
+    """A bounded, thread-safe LRU map (the rollout records from the event-loop thread)."""
+
+    def __init__(self, maxsize: int = MEMO_SIZE):
+        self.maxsize = maxsize
+        self.enabled = True
+        self.hits = 0
+        self.misses = 0
+        self._lock = threading.Lock()
+        self._entries: collections.OrderedDict[str, Replay] = collections.OrderedDict()
+
+    def get(self, key: str) -> Replay | None:
+        with self._lock:
+            entry = self._entries.get(key) if self.enabled else None
+            if entry is None:
+                self.misses += 1
+                return None
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return entry
+
+    def put(self, key: str, entry: Replay) -> None:
+        if not self.enabled:
+            return
+        with self._lock:
+            self._entries[key] = entry
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.maxsize:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self.hits = self.misses = 0
+
+
+MEMO = ReplayMemo()
+
+
+def replay_key(world: list[str], init: InitialState, calls: Iterable[ToolCall]) -> str:
+    """Content id of a replay's inputs: the world (`world_of`), the initial state, and what a
+    tool sees of each call (never its id)."""
+    return content_hash(
+        [
+            world,
+            init.model_dump(mode="json"),
+            [[c.name, c.arguments, c.parse_error] for c in calls],
+        ]
+    )
+
+
+def world_of(
+    name: str, toolbox: Toolbox, initial_state: Callable[[InitialState], BaseModel]
+) -> list[str]:
+    """What decides a replay besides its inputs: the domain's name, its tool functions and the
+    function that builds its states (two test domains of one name do not share entries)."""
+    return [name, toolbox.fingerprint, f"{initial_state.__module__}.{initial_state.__qualname__}"]
+
+
+def gold_calls(actions: Iterable[GoldAction]) -> list[ToolCall]:
+    """The gold plan as tool calls, so it runs through the same boundary as the agent's."""
+    return [
+        ToolCall(id=f"gold_{i}", name=a.name, arguments=a.arguments) for i, a in enumerate(actions)
+    ]
+
+
+def hash_after(execution: ToolExecution, state: BaseModel) -> str:
+    """The state hash after a call; a successful write already dumped the state for its diff."""
+    if execution.state_after is not None:
+        return content_hash(execution.state_after)
+    return state_hash(state)
+
+
+def run_replay(
+    toolbox: Toolbox, state: BaseModel, calls: Sequence[ToolCall], prefixes: bool
+) -> Replay:
+    """Execute `calls` in order on `state` (mutated in place); every call runs, even after an
+    error, exactly as the outcome check replays a trajectory."""
+    hashes = [state_hash(state)] if prefixes else []
+    failed = None
+    for i, call in enumerate(calls):
+        execution = toolbox.execute(state, call)
+        if execution.error is not None and failed is None:
+            failed = (i, execution.observation)
+        if prefixes:
+            hashes.append(hash_after(execution, state) if execution.mutating else hashes[-1])
+    final = state_hash(state)
+    if prefixes:
+        hashes[-1] = final
+    return Replay(final=final, hashes=tuple(hashes) if prefixes else None, failed=failed)
+
+
+def replay(
+    name: str,
+    toolbox: Toolbox,
+    initial_state: Callable[[InitialState], BaseModel],
+    init: InitialState,
+    calls: Sequence[ToolCall],
+    prefixes: bool = False,
+) -> Replay:
+    """The replay of `calls` on the world `init`, from the memo when it is there (with the
+    per-call hashes when `prefixes`)."""
+    key = replay_key(world_of(name, toolbox, initial_state), init, calls)
+    entry = MEMO.get(key)
+    if entry is not None and (entry.hashes is not None or not prefixes):
+        return entry
+    entry = run_replay(toolbox, initial_state(init), calls, prefixes)
+    MEMO.put(key, entry)
+    return entry
+
+
+def replay_domain(
+    domain: Domain, init: InitialState, calls: Sequence[ToolCall], prefixes: bool = False
+) -> Replay:
+    """`replay` with a domain's name, tools and world."""
+    return replay(domain.name, domain.toolbox, domain.initial_state, init, calls, prefixes)
+
+
+def remember_final(domain: Domain, init: InitialState, calls: Sequence[ToolCall], final: str):
+    """Record a replay that a generator just performed live (the rollout's executed calls and
+    the state hash it ended with), unless a fuller entry is already there."""
+    key = replay_key(world_of(domain.name, domain.toolbox, domain.initial_state), init, calls)
+    if MEMO.get(key) is None:
+        MEMO.put(key, Replay(final=final))
