@@ -10,7 +10,7 @@ from trajforge.generators.personas import sample_persona
 from trajforge.generators.replays import gold_calls, replay_domain, run_replay
 from trajforge.generators.task_verification import verify_task
 from trajforge.generators.tooling import TaskRejected, state_hash
-from trajforge.schemas import GoldAction, ToolCall
+from trajforge.schemas import GoldAction, InitialState, ToolCall
 from trajforge.verifiers.outcome import replay_hash
 
 DOMAIN = get_domain("retail")
@@ -73,7 +73,8 @@ def test_edited_calls_and_another_world_miss_the_memo():
     assert replays.MEMO.hits == hits + 1
     dropped = replay_domain(DOMAIN, task.initial_state, calls[:-1])
     assert dropped.final == by_hand(task, calls[:-1])[-1]
-    other = task.initial_state.model_copy(update={"seed": task.initial_state.seed + 1})
+    # another world: the next seed, without this task's patches (they name its own user)
+    other = InitialState(seed=task.initial_state.seed + 1)
     misses = replays.MEMO.misses
     replay_domain(DOMAIN, other, calls)
     assert replays.MEMO.misses == misses + 1
