@@ -7,6 +7,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 from bench_scale import run  # noqa: E402
@@ -14,6 +16,7 @@ from bench_scale import run  # noqa: E402
 from trajforge.pipelines.config import NearDupConfig, SemanticDupConfig  # noqa: E402
 
 
+@pytest.mark.slow  # ~30 s of Beam pipelines at two sizes
 def test_candidate_pairs_grow_linearly_and_buckets_stay_bounded():
     # Small caps, so buckets reach them at test sizes (the default caps saturate from ~1-2k).
     near, semantic = NearDupConfig(max_bucket=8), SemanticDupConfig(max_bucket=16)

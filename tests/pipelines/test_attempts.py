@@ -293,6 +293,7 @@ def test_k2_oracle_rollout_build_end_to_end(tmp_path):
     assert report["baseline"]["pass_hat"] == {"1": 1.0, "2": 1.0}
 
 
+@pytest.mark.slow  # a second whole build; the oracle one above covers the fast tier
 def test_k2_always_wrong_agent_records_zero_pass_rates(tmp_path):
     """Every attempt fails the outcome: each task is refused once more, as a task, with its
     pass rate (0 of 2) in the payload; the attempts identity still holds."""
