@@ -20,6 +20,7 @@ Usage:
   python benchmarks/bench_build.py --modes rollout --tasks 400 --repeats 2
   python benchmarks/bench_build.py --modes rollout --tasks 400 --profile   # cProfile a build
   python benchmarks/bench_build.py --compare 73223e8   # each build also on that commit, alternating
+  python benchmarks/bench_build.py --beam "--direct_num_workers=2 --direct_running_mode=multi_processing"
 Writes benchmarks/results/build-<label>-<UTC time>.json.
 """
 
@@ -75,6 +76,7 @@ class BuildSpec:
     concurrency: int = 64
     max_turns: int = 4
     semantic: bool = False
+    beam_args: tuple[str, ...] = ()  # Beam pipeline options, e.g. the multi-process local mode
 
 
 def run_child(
@@ -115,9 +117,12 @@ def write_config(spec: BuildSpec, base_url: str, out_dir: Path) -> Path:
     return path
 
 
-def build_command(config: Path, run_dir: Path, profile_to: Path | None) -> list[str]:
+def build_command(
+    config: Path, run_dir: Path, profile_to: Path | None, beam_args: tuple[str, ...] = ()
+) -> list[str]:
     trajforge = str(Path(sys.executable).parent / "trajforge")
     args = ["build", "--config", str(config), "--output", str(run_dir), "--no-progress"]
+    args += list(beam_args)
     if profile_to is None:
         return [trajforge, *args]
     return [sys.executable, "-m", "cProfile", "-o", str(profile_to), trajforge, *args]
@@ -183,7 +188,7 @@ def bench_one(
         stub.reset_stats()
         started = time.perf_counter()
         env = None if tree is None else {**os.environ, "PYTHONPATH": str(tree)}
-        command = build_command(config, out_dir / "run", profile_to)
+        command = build_command(config, out_dir / "run", profile_to, spec.beam_args)
         code, usage = run_child(command, out_dir / "log", env=env)
         wall_s = time.perf_counter() - started
         stats = stub.stats()
@@ -300,6 +305,12 @@ def main() -> None:
     parser.add_argument("--semantic", action="store_true", help="semantic dedup on")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--profile", action="store_true", help="cProfile each build")
+    parser.add_argument(
+        "--beam",
+        default="",
+        help="Beam options for every build, space-separated, e.g. "
+        "'--direct_num_workers=2 --direct_running_mode=multi_processing'",
+    )
     parser.add_argument("--label", default="run", help="tag in the results file name")
     parser.add_argument(
         "--compare", default=None, help="git ref: run each build on it too, alternating"
@@ -331,6 +342,7 @@ def main() -> None:
                     concurrency=args.concurrency,
                     max_turns=args.max_turns,
                     semantic=args.semantic,
+                    beam_args=tuple(args.beam.split()),
                 )
                 for name, tree in trees.items():
                     out = work / f"{name}-{mode}-{num_tasks}-r{repeat}"

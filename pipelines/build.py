@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import platform
 import time
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from trajforge.pipelines.card import dataset_card
 from trajforge.pipelines.config import BuildConfig, FailureConfig
 from trajforge.pipelines.preflight import LOCAL_RUNNERS
 from trajforge.pipelines.report import write_report
-from trajforge.pipelines.resources import StageResources
+from trajforge.pipelines.resources import StageResources, per_process
 from trajforge.pipelines.transforms.attempts import (
     DIFFICULTY,
     ExpandAttempts,
@@ -93,18 +94,23 @@ class BuildResult:
 
 
 def build_pipeline(
-    p: beam.Pipeline, config: BuildConfig, run_dir: str, rebalance: bool = True
+    p: beam.Pipeline,
+    config: BuildConfig,
+    run_dir: str,
+    rebalance: bool = True,
+    processes: int = 1,
 ) -> None:
     """Compose the stages on pipeline `p`; disabled optional stages are left out entirely.
 
     `rebalance` reshuffles verified tasks before generation (remote runners: spread the
     expensive step over workers). A reshuffle is a barrier: a local runner would synthesize
     every task before the first LLM call, so local builds fuse synthesis into generation and
-    the LLM latency overlaps the synchronous stages' CPU."""
+    the LLM latency overlaps the synchronous stages' CPU. `processes`: worker processes of a
+    local multi-process run, which share the configured limits (`local_processes`)."""
     plain = StageResources(config, run_dir)
-    with_llm = StageResources(config, run_dir, needs_llm=True)
+    with_llm = StageResources(config, run_dir, needs_llm=True, processes=processes)
     quality = config.quality
-    in_flight = config.concurrency.max_in_flight
+    in_flight = per_process(config.concurrency.max_in_flight, processes)
     routed = []
 
     def stage(pcoll, label: str, fn: beam.DoFn):
@@ -285,6 +291,16 @@ def make_manifest(
     }
 
 
+def local_processes(options: PipelineOptions) -> int:
+    """Worker processes of a local multi-process run (`--direct_running_mode=multi_processing
+    --direct_num_workers=N`, N=0 meaning one per core); 1 otherwise (threads share a process)."""
+    opts = options.get_all_options()
+    if opts.get("direct_running_mode") != "multi_processing":
+        return 1
+    workers = opts.get("direct_num_workers") or 0
+    return max(1, workers if workers > 0 else (os.cpu_count() or 1))
+
+
 def run_build(config: BuildConfig, run_dir: str, beam_args: list[str]) -> BuildResult:
     """Run the pipeline into `run_dir` (prepared by the caller), then manifest + success marker."""
     started = time.monotonic()
@@ -292,7 +308,8 @@ def run_build(config: BuildConfig, run_dir: str, beam_args: list[str]) -> BuildR
     runner = options.get_all_options().get("runner") or "FnApiRunner"
     io.write_text(io.join(run_dir, "config.json"), canonical_json(config.model_dump(mode="json")))
     p = beam.Pipeline(options=options)
-    build_pipeline(p, config, run_dir, rebalance=runner not in LOCAL_RUNNERS)
+    rebalance = runner not in LOCAL_RUNNERS
+    build_pipeline(p, config, run_dir, rebalance, processes=local_processes(options))
     result = p.run()
     if runner in LOCAL_RUNNERS:
         result.wait_until_finish()

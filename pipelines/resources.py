@@ -60,7 +60,17 @@ def cache_path_for(run_dir: str) -> str:
     return os.path.join(run_dir, "cache", "responses.sqlite")
 
 
-def _build_role_clients(config: BuildConfig, cache_path: str | None) -> RoleClients:
+def per_process(limit: int, processes: int) -> int:
+    """A build-wide limit's share per worker process (rounded up, at least 1). Limits decide
+    only scheduling, never a row (seeds come from record ids), so the config and its hash
+    keep the configured values."""
+    return max(1, -(-limit // processes))
+
+
+def _build_role_clients(
+    config: BuildConfig, cache_path: str | None, processes: int = 1
+) -> RoleClients:
+    """One client per backend; `processes` local worker processes share the endpoint limit."""
     from trajforge.generators.llm.cache import ResponseCache
 
     cache = None
@@ -75,7 +85,7 @@ def _build_role_clients(config: BuildConfig, cache_path: str | None) -> RoleClie
             built[key] = build_client(
                 cfg,
                 cache=cache,
-                max_in_flight=config.concurrency.calls_limit,
+                max_in_flight=per_process(config.concurrency.calls_limit, processes),
                 limits=config.limits,
             )
         return built[key].for_role()
@@ -96,12 +106,12 @@ def _build_role_clients(config: BuildConfig, cache_path: str | None) -> RoleClie
     )
 
 
-def shared_role_clients(config: BuildConfig, run_dir: str) -> RoleClients:
+def shared_role_clients(config: BuildConfig, run_dir: str, processes: int = 1) -> RoleClients:
     cache_path = cache_path_for(run_dir) if config.cache.enabled else None
-    key = (config.config_hash(), cache_path or "")
+    key = (config.config_hash(), cache_path or "", processes)
     with _LOCK:
         if key not in _PROCESS_CLIENTS:
-            _PROCESS_CLIENTS[key] = _build_role_clients(config, cache_path)
+            _PROCESS_CLIENTS[key] = _build_role_clients(config, cache_path, processes)
         return _PROCESS_CLIENTS[key]
 
 
@@ -117,8 +127,11 @@ def forget_process_clients(run_dir: str) -> None:
 class StageResources:
     """What a stage needs at run time; cheap to pickle, heavy parts built in setup()."""
 
-    def __init__(self, config: BuildConfig, run_dir: str, needs_llm: bool = False):
+    def __init__(
+        self, config: BuildConfig, run_dir: str, needs_llm: bool = False, processes: int = 1
+    ):
         self.config = config
+        self.processes = processes  # local worker processes sharing the endpoint limit
         self.run_dir = run_dir
         self.needs_llm = needs_llm
         self.domains: dict[str, Domain] = {}
@@ -140,7 +153,7 @@ class StageResources:
         if self.gates is None:
             self.gates = build_gates(self.config)
         if self.needs_llm and self.clients is None:
-            self.clients = shared_role_clients(self.config, self.run_dir)
+            self.clients = shared_role_clients(self.config, self.run_dir, self.processes)
             self.roles = build_roles(self.config, self.clients)
 
     def domain_for(self, name: str) -> Domain:

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import functools
 import json
-import zlib
 from importlib import resources
 
 from trajforge.generators.domains.retail import tasks
 from trajforge.generators.domains.retail.data_model import RetailState, generate_state
 from trajforge.generators.domains.retail.rules import RETAIL_CLAIMS, RETAIL_RULES
 from trajforge.generators.domains.retail.tools import TOOLS
-from trajforge.generators.tooling import Toolbox, apply_patches
-from trajforge.schemas import InitialState, Persona, Task
+from trajforge.generators.tooling import Toolbox
+from trajforge.schemas import InitialState, Persona, Task, canonical_json
 
 
 def load_policy() -> str:
@@ -42,28 +41,43 @@ class RetailDomain:
         return (RetailDomain, ())
 
     def initial_state(self, init: InitialState) -> RetailState:
-        """The seeded world with the task's patches applied (a fresh object every call)."""
-        state = RetailState.model_validate(_seeded_world(init.seed))
-        if init.patches:
-            state = apply_patches(state, init.patches)
-        return state  # type: ignore[return-value]
+        """The seeded world with the task's patches applied (a fresh object every call:
+        validation builds new objects from the shared plain data, which nobody mutates)."""
+        patches = tuple((p.path, canonical_json(p.value)) for p in init.patches)
+        return RetailState.model_validate(_patched_world(init.seed, patches))
 
     def synthesize_task(self, persona: Persona, seed: int) -> Task:
         """An unverified task (run `verify_task` next); raises TaskRejected if none is feasible."""
         return tasks.synthesize_task(self.toolbox, self.initial_state, persona, seed)
 
 
-@functools.lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=256)
 def _seeded_world(seed: int) -> dict:
-    """The generated world for a seed, as plain data. One task's stages rebuild its initial state
-    many times (synthesis, verification, replay); validating this dump is ~3x cheaper than
-    generating again, and validation builds fresh objects, so callers never share state."""
-    return json.loads(zlib.decompress(_packed_world(seed)))
+    """The generated world for a seed, as plain data (~0.23 MB). One task's stages rebuild its
+    initial state many times (synthesis, verification, replay, rollout); validating this dump
+    costs ~1-2 ms, generating again ~7. Fused local builds roll a task out right after its
+    synthesis, so 256 seeds cover the tasks in flight; a miss regenerates the same world."""
+    return generate_state(seed).model_dump(mode="json")
 
 
-@functools.lru_cache(maxsize=4096)
-def _packed_world(seed: int) -> bytes:
-    """The world's JSON, compressed (~11 KB instead of ~76 KB). A batch runner synthesizes every
-    task before the first rollout starts, so the plain-data cache above has long forgotten a
-    task's world when its rollout asks for it: unpacking costs ~1 ms, generating again ~6."""
-    return zlib.compress(generate_state(seed).model_dump_json().encode("utf-8"), 1)
+@functools.lru_cache(maxsize=256)
+def _patched_world(seed: int, patches: tuple[tuple[str, str], ...]) -> dict:
+    """The seeded world's plain data with `patches` ((dotted path, canonical JSON value), a
+    hashable cache key) applied. Only the containers on each
+    patch's path are copied (microseconds, instead of dumping and validating the whole state
+    as `tooling.apply_patches` does); the rest is shared with the seeded world's data, which is
+    safe because plain data here is only ever read (by validation)."""
+    data = _seeded_world(seed)
+    for path, value in patches:
+        data = _set_path(data, path.split("."), json.loads(value))
+    return data
+
+
+def _set_path(node: dict | list, keys: list[str], value: object) -> dict | list:
+    """A copy of `node` with the value at the dotted path `keys` replaced; containers off
+    the path are shared, not copied."""
+    head, rest = keys[0], keys[1:]
+    copied = list(node) if isinstance(node, list) else dict(node)
+    slot = int(head) if isinstance(node, list) else head
+    copied[slot] = _set_path(node[slot], rest, value) if rest else value
+    return copied

@@ -1,0 +1,52 @@
+"""The retail world fast path: initial states built from cached plain data with path-copied
+patches must be exactly the states the slow path (generate, dump, patch, validate) builds, and
+never share mutable objects with each other or with the cache."""
+
+from __future__ import annotations
+
+from trajforge.generators.domains.retail.data_model import generate_state
+from trajforge.generators.domains.retail.domain import RetailDomain
+from trajforge.generators.tooling import apply_patches, state_hash
+from trajforge.schemas import InitialState, StatePatch
+
+NAME = {"first_name": "Ada", "last_name": "Quill"}
+
+
+def _patches(state) -> tuple[StatePatch, ...]:
+    user_id = sorted(state.users)[3]
+    order_id = sorted(state.orders)[0]
+    return (
+        StatePatch(path=f"users.{user_id}.name", value=NAME),
+        StatePatch(path=f"users.{user_id}.email", value="ada.quill@example.com"),
+        StatePatch(path=f"orders.{order_id}.items.0.price", value=12.5),
+    )
+
+
+def test_fast_initial_state_is_the_slow_one_byte_for_byte() -> None:
+    domain = RetailDomain()
+    for seed in (0, 1, 17, 40_001):
+        slow = generate_state(seed)
+        assert domain.initial_state(InitialState(seed=seed)).model_dump_json() == (
+            slow.model_dump_json()
+        )
+        patches = _patches(slow)
+        fast = domain.initial_state(InitialState(seed=seed, patches=patches))
+        reference = apply_patches(slow, patches)
+        assert fast.model_dump_json() == reference.model_dump_json()
+        assert state_hash(fast) == state_hash(reference)
+        assert state_hash(fast) != state_hash(slow)
+
+
+def test_initial_states_share_nothing_mutable() -> None:
+    domain = RetailDomain()
+    base = generate_state(5)
+    init = InitialState(seed=5, patches=_patches(base))
+    first = domain.initial_state(init)
+    before = state_hash(domain.initial_state(init))
+    user_id = sorted(base.users)[3]
+    first.users[user_id].name.first_name = "Changed"
+    first.users[user_id].payment_methods.clear()
+    next(iter(first.orders.values())).items[0].options["size"] = "XXL"
+    assert state_hash(domain.initial_state(init)) == before
+    assert state_hash(domain.initial_state(InitialState(seed=5))) == state_hash(base)
+    assert domain.initial_state(init).users[user_id].name.first_name == "Ada"
