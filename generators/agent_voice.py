@@ -25,6 +25,7 @@ from trajforge.generators.phrasing import (
     fill,
     named_fields,
     parsed_outputs,
+    sources,
     spoken,
 )
 from trajforge.generators.voice import label_parts, pick
@@ -299,6 +300,11 @@ def answer(
     latest result holding it gives the field's name and the object it belongs to (and the
     domain's sentence for that field, when it has one)."""
     outputs = parsed_outputs([o for _, o in results])
+    found_in = sources(outputs, value, phrasing.cite) if phrasing.cite else []
+    if phrasing.cite and found_in:  # read in documents: say where, not which field held it
+        said = pick(phrasing.cite.sentences, *key, "cite")
+        said = said.format(value=value, sources=phrasing.cite.name(found_in))
+        return said[0].upper() + said[1:]
     for arguments, observation in reversed(results):
         result = _parsed(observation)
         if not isinstance(result, dict):  # a list of hits describes no one object

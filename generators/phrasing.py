@@ -52,16 +52,36 @@ class Reference(BaseModel):
         return self
 
 
+class Citation(BaseModel):
+    """How an answer found in documents is said: `sentences` over `{value}` and `{sources}`,
+    the titles (`title_field`) of the documents read whose `text_field` holds the value."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    title_field: str = "title"
+    text_field: str = "text"
+    sentences: tuple[Template, ...] = Field(min_length=1)
+    one: Template = "the page '{title}'"
+    many: Template = "the pages {titles}"
+
+    def name(self, titles: Sequence[str]) -> str:
+        """The documents in words: "the page 'A'", "the pages 'A' and 'B'"."""
+        if len(titles) == 1:
+            return self.one.format(title=titles[0])
+        return self.many.format(titles=" and ".join(f"'{t}'" for t in titles))
+
+
 class Phrasing(BaseModel):
     """The table a domain declares: `actions` per write tool, `references` per id argument or
     result field, `answers` per answered field (sentences over `{value}`, `{subject}` and the
-    fields of the object holding the value)."""
+    fields of the object holding the value), `cite` for answers read in documents."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     actions: dict[str, ActionPhrase] = Field(default_factory=dict)
     references: dict[str, Reference] = Field(default_factory=dict)
     answers: dict[str, tuple[Template, ...]] = Field(default_factory=dict)
+    cite: Citation | None = None
 
     @model_validator(mode="after")
     def _answers_nonempty(self) -> Phrasing:
@@ -84,6 +104,20 @@ def parsed_outputs(observations: Sequence[str]) -> list[Any]:
         except ValueError:
             continue
     return found
+
+
+def sources(outputs: Sequence[Any], value: str, cite: Citation) -> list[str]:
+    """Titles of the documents read whose text holds `value` (first read first, each once)."""
+    titles: list[str] = []
+    for output in reversed(outputs):  # outputs are latest first
+        if not isinstance(output, dict):
+            continue
+        title, text = output.get(cite.title_field), output.get(cite.text_field)
+        if not isinstance(title, str) or not isinstance(text, str) or title in titles:
+            continue
+        if value.strip().lower() in f"{title} {text}".lower():
+            titles.append(title)
+    return titles
 
 
 def _walk(node: Any) -> Iterator[dict]:

@@ -42,7 +42,10 @@ def _rows(run: Path) -> list[dict]:
     ]
 
 
-@pytest.mark.slow  # real embedded model: the opt-in tier CI also runs
+# Real embedded model (the opt-in tier CI also runs); the whole quickstart takes minutes on a
+# shared CPU, and the first test pays for the module's build.
+@pytest.mark.slow
+@pytest.mark.timeout(3000)
 def test_quickstart_builds_on_the_embedded_model(quickstart):
     manifest = json.loads((quickstart / "manifest.json").read_text())
     assert manifest["accounting"]["holds"]
@@ -53,6 +56,7 @@ def test_quickstart_builds_on_the_embedded_model(quickstart):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3000)
 def test_quickstart_reads_like_people(quickstart):
     """The same measure as test_quickstart_readability, on the model-written text: no
     templated sentence in more than a quarter of rows, no control tokens, no JSON shown to the
