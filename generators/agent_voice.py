@@ -336,13 +336,12 @@ def _phrased_answer(
     if field not in phrasing.answers:
         return None
     fields = {**named_fields(parent, phrasing, outputs), "value": value, "subject": subject}
-    pool = phrasing.answers[field]
-    first = pool.index(pick(pool, *key, "answer"))
-    for template in (*pool[first:], *pool[:first]):  # the picked one, else one that fills
-        said = fill(template, fields, spoken)
-        if said:
-            return said[0].upper() + said[1:]
-    return None
+    filled = [fill(t, fields, spoken) for t in phrasing.answers[field]]
+    pool = [said for said in filled if said]  # the sentences whose every value is known
+    if not pool:
+        return None
+    said = pick(pool, *key, "answer")
+    return said[0].upper() + said[1:]
 
 
 _THANKS = (

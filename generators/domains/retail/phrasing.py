@@ -77,6 +77,9 @@ RETAIL_PHRASING = Phrasing(
             "of {subject} are back.",
             "Your refund for {subject} is ${value}, back to {return_payment_method_id}.",
             "The refund of ${value} for {subject} goes back to the original payment method.",
+            "You'll get ${value} back for {subject} on the payment method you used.",
+            "The ${value} you paid for {subject} will be refunded to how you paid.",
+            "For {subject}, ${value} is on its way back to your original payment method.",
         ),
         "exchange_price_difference": (
             "The price difference for {subject} is ${value}, settled with "
