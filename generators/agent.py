@@ -20,6 +20,8 @@ from trajforge.generators.agent_voice import (
     user_name,
     write_report,
 )
+from trajforge.generators.domains import DOMAINS
+from trajforge.generators.phrasing import NO_PHRASING, Phrasing
 from trajforge.generators.user import asks_confirmation, response_cost
 from trajforge.schemas import (
     ChatRequest,
@@ -101,11 +103,16 @@ def oracle_closing(
     task: Task,
     reports: Sequence[str] = (),
     results: Sequence[tuple[dict[str, Any], str]] = (),
+    phrasing: Phrasing = NO_PHRASING,
 ) -> str:
     """The oracle's final message: what each write did, each expected output in a sentence
     about what a tool showed (`results`: arguments and observation per call), the offer of
-    further help. Phrasing varies with the task id (`agent_voice`)."""
-    answers = [answer(v, results, task.id, i) for i, v in enumerate(task.expected_outputs)]
+    further help. Phrasing varies with the task id and follows the domain's table
+    (`agent_voice`, `phrasing`)."""
+    answers = [
+        answer(v, results, task.id, i, phrasing=phrasing)
+        for i, v in enumerate(task.expected_outputs)
+    ]
     return closing([*reports, *answers], task.id, name=user_name(dict(task.scenario.known_info)))
 
 
@@ -120,14 +127,19 @@ def _oracle_results(messages: Sequence[Message], tools: Sequence[ToolSpec]):
             yield call, m.content or "", ok
 
 
-def _final_message(task: Task, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> str:
+def _final_message(
+    task: Task, messages: Sequence[Message], tools: Sequence[ToolSpec], phrasing: Phrasing
+) -> str:
     results = list(_oracle_results(messages, tools))
+    seen = [text for _, text, _ in results]
     reports = [
-        write_report(call.name, call.arguments, text, task.id, i)
+        write_report(
+            call.name, call.arguments, text, task.id, i, phrasing=phrasing, observations=seen[:i]
+        )
         for i, (call, text, ok) in enumerate(results)
         if ok
     ]
-    return oracle_closing(task, reports, [(c.arguments, text) for c, text, _ in results])
+    return oracle_closing(task, reports, [(c.arguments, text) for c, text, _ in results], phrasing)
 
 
 def _just_confirmed(messages: Sequence[Message]) -> bool:
@@ -149,8 +161,9 @@ class OracleAgent:
     rules check), so oracle trajectories are references the policy filter keeps.
     """
 
-    def __init__(self, task: Task):
+    def __init__(self, task: Task, phrasing: Phrasing | None = None):
         self._task = task
+        self._phrasing = _domain_phrasing(task.domain) if phrasing is None else phrasing
 
     async def act(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], seed: int
@@ -160,12 +173,26 @@ class OracleAgent:
         if issued < len(gold):
             action = gold[issued]
             if _writes(action, tools) and not _just_confirmed(messages):
-                prompt = confirm_prompt(action.name, action.arguments, self._task.id, issued)
+                seen = [m.content or "" for m in messages if m.role == "tool"]
+                prompt = confirm_prompt(
+                    action.name,
+                    action.arguments,
+                    self._task.id,
+                    issued,
+                    phrasing=self._phrasing,
+                    observations=seen,
+                )
                 return AgentTurn(Message(role="assistant", content=prompt))
             call = ToolCall(id=f"call_{issued}", name=action.name, arguments=action.arguments)
             return AgentTurn(Message(role="assistant", content=None, tool_calls=(call,)))
-        final = _final_message(self._task, messages, tools)
+        final = _final_message(self._task, messages, tools, self._phrasing)
         return AgentTurn(Message(role="assistant", content=final))
+
+
+def _domain_phrasing(name: str) -> Phrasing:
+    """The phrasing table the named domain declares (generic for a plugin domain or one
+    without a table)."""
+    return getattr(DOMAINS.get(name), "phrasing", NO_PHRASING)
 
 
 def _writes(action: GoldAction, tools: Sequence[ToolSpec]) -> bool:

@@ -18,30 +18,19 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from trajforge.generators.phrasing import (
+    NO_PHRASING,
+    Phrasing,
+    address_words,
+    fill,
+    named_fields,
+    parsed_outputs,
+    sources,
+    spoken,
+)
 from trajforge.generators.voice import label_parts, pick
 
 _ADDRESS_KEYS = ("address1", "address2", "city", "state_code", "state", "zip", "country")
-
-
-def spoken(value: object) -> str:
-    """A JSON-like value in words: dicts as `key value`, lists joined with "and"."""
-    if isinstance(value, dict):
-        if "address1" in value:
-            return address_words(value)
-        return ", ".join(f"{k.replace('_', ' ')} {spoken(v)}" for k, v in sorted(value.items()))
-    if isinstance(value, list | tuple):
-        return " and ".join(spoken(v) for v in value)
-    return str(value)
-
-
-def address_words(fields: dict[str, Any]) -> str:
-    """Address fields as one line ("12 Elm St, Apt 4, Riverton, CA 12345, USA")."""
-    street = ", ".join(str(fields[k]) for k in ("address1", "address2") if fields.get(k))
-    region = " ".join(
-        str(fields[k]) for k in ("state_code", "state", "zip") if isinstance(fields.get(k), str)
-    )
-    parts = [street, str(fields.get("city") or ""), region, str(fields.get("country") or "")]
-    return ", ".join(p for p in parts if p.strip())
 
 
 def _noun(key: str) -> str:
@@ -131,9 +120,20 @@ _CONFIRMS = (
 )
 
 
-def confirm_prompt(name: str, arguments: dict[str, Any], *key: object) -> str:
-    """The request for a yes before a write: the action and every argument, in words."""
-    return pick(_CONFIRMS, *key, "confirm").format(action=action(name, arguments))
+def confirm_prompt(
+    name: str,
+    arguments: dict[str, Any],
+    *key: object,
+    phrasing: Phrasing = NO_PHRASING,
+    observations: Sequence[str] = (),
+) -> str:
+    """The request for a yes before a write: the action and every argument, in words (the
+    domain's phrase for it when it has one, naming ids by what the tool outputs show)."""
+    said = None
+    if name in phrasing.actions:
+        fields = named_fields(arguments, phrasing, parsed_outputs(observations))
+        said = fill(phrasing.actions[name].confirm, fields, spoken)
+    return pick(_CONFIRMS, *key, "confirm").format(action=said or action(name, arguments))
 
 
 def _parsed(observation: str) -> Any:
@@ -195,17 +195,38 @@ def _outcome(arguments: dict[str, Any], result: Any, changed: Sequence[str] | No
     return "".join(f", and the {_noun(k)} is now {spoken(result[k])}" for k in fields[:1])
 
 
+_PHRASED_REPORTS = (
+    "I've {done}.",
+    "All done: I {done}.",
+    "Good news, I {done}.",
+    "I went ahead and {done}.",
+    "Okay, I {done}.",
+)
+
+
 def write_report(
     name: str,
     arguments: dict[str, Any],
     observation: str,
     *key: object,
     changed: Sequence[str] | None = None,
+    phrasing: Phrasing = NO_PHRASING,
+    observations: Sequence[str] = (),
 ) -> str:
-    """One sentence telling the user what a write did, from its arguments and its result; ""
-    when the result names no object (a recorded answer: the answer sentence tells it)."""
+    """One sentence telling the user what a write did, from its arguments and its result (in
+    the domain's words when it has a phrase for the tool); "" when the result names no object
+    (a recorded answer: the answer sentence tells it)."""
     verb, *rest = name.split("_")
     result = _parsed(observation)
+    if name in phrasing.actions and isinstance(result, dict):
+        outputs = parsed_outputs([*observations, observation])
+        done = fill(
+            phrasing.actions[name].done,
+            named_fields({**result, **arguments}, phrasing, outputs),
+            spoken,
+        )
+        if done:
+            return pick(_PHRASED_REPORTS, *key, "report").format(done=done)
     obj = _object(arguments, result)
     if obj == "your request" and not isinstance(result, dict):
         return ""
@@ -269,9 +290,21 @@ _FALLBACK = (
 )
 
 
-def answer(value: str, results: Sequence[tuple[dict[str, Any], str]], *key: object) -> str:
+def answer(
+    value: str,
+    results: Sequence[tuple[dict[str, Any], str]],
+    *key: object,
+    phrasing: Phrasing = NO_PHRASING,
+) -> str:
     """A sentence stating one expected output as what a tool showed about an object: the
-    latest result holding it gives the field's name and the object it belongs to."""
+    latest result holding it gives the field's name and the object it belongs to (and the
+    domain's sentence for that field, when it has one)."""
+    outputs = parsed_outputs([o for _, o in results])
+    found_in = sources(outputs, value, phrasing.cite) if phrasing.cite else []
+    if phrasing.cite and found_in:  # read in documents: say where, not which field held it
+        said = pick(phrasing.cite.sentences, *key, "cite")
+        said = said.format(value=value, sources=phrasing.cite.name(found_in))
+        return said[0].upper() + said[1:]
     for arguments, observation in reversed(results):
         result = _parsed(observation)
         if not isinstance(result, dict):  # a list of hits describes no one object
@@ -280,11 +313,35 @@ def answer(value: str, results: Sequence[tuple[dict[str, Any], str]], *key: obje
             subject = _object(arguments, result)
             if isinstance(parent.get("options"), dict):
                 subject = f"{subject} ({spoken(parent['options'])})"
+            said = _phrased_answer(value, str(path[-1]), parent, subject, phrasing, outputs, key)
+            if said:
+                return said
             what = _key_words(str(path[-1]))
             pool = _IN_STOCK if parent.get("available") is True else _ANSWERS
             said = pick(pool, *key, "answer").format(what=what, subject=subject, value=value)
             return said[0].upper() + said[1:]
     return pick(_FALLBACK, *key, "answer").format(value=value)
+
+
+def _phrased_answer(
+    value: str,
+    field: str,
+    parent: dict,
+    subject: str,
+    phrasing: Phrasing,
+    outputs: Sequence[Any],
+    key: tuple,
+) -> str | None:
+    """The domain's sentence for the field that holds the value, or None."""
+    if field not in phrasing.answers:
+        return None
+    fields = {**named_fields(parent, phrasing, outputs), "value": value, "subject": subject}
+    filled = [fill(t, fields, spoken) for t in phrasing.answers[field]]
+    pool = [said for said in filled if said]  # the sentences whose every value is known
+    if not pool:
+        return None
+    said = pick(pool, *key, "answer")
+    return said[0].upper() + said[1:]
 
 
 _THANKS = (

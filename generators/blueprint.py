@@ -20,6 +20,7 @@ from trajforge.generators.blueprint_plan import (
     execute_skeleton,
     plan_blueprint,
 )
+from trajforge.generators.phrasing import NO_PHRASING
 from trajforge.generators.prompts import STOP_TOKEN, agent_system_prompt
 from trajforge.generators.tooling import Domain
 from trajforge.generators.verbalise import Verbaliser
@@ -116,7 +117,9 @@ async def run_blueprint(
     # utterances are written needs only the observation and the diff.
     calls = [SkeletonCall(c.call, replace(c.execution, state_after=None)) for c in executed]
     # Optional domain member: a domain whose policy asks no confirmation before a write.
-    plan = plan_blueprint(task, calls, getattr(domain, "confirm_writes", True))
+    # Optional domain member: its phrasing table (generators/phrasing.py); generic without one.
+    phrasing = getattr(domain, "phrasing", NO_PHRASING)
+    plan = plan_blueprint(task, calls, getattr(domain, "confirm_writes", True), phrasing)
     system = Message(role="system", content=agent_system_prompt(domain.policy, domain.vocabulary))
     contexts = draft_contexts(plan, system)
     writer = Verbaliser(llm, model, task, seed, sampling, max_retries, domain.vocabulary)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel
@@ -25,6 +25,7 @@ from trajforge.generators.agent_voice import (
     write_report,
 )
 from trajforge.generators.entities import entity_tokens
+from trajforge.generators.phrasing import NO_PHRASING, Phrasing
 from trajforge.generators.tooling import Domain, ToolExecution, state_hash
 from trajforge.generators.values import leaf_strings, states_value
 from trajforge.generators.voice import UserVoice
@@ -168,6 +169,8 @@ class _PlanWriter:
     agent_facts: list[str]
     plan: list[PlanItem]
     confirm_writes: bool = True
+    phrasing: Phrasing = NO_PHRASING
+    observations: list[str] = field(default_factory=list)
 
     def exchange_info(self, label: str, value: str) -> None:
         ask = ask_for(label, self.task_id, len(self.plan))
@@ -177,7 +180,14 @@ class _PlanWriter:
         self.agent_facts.append(value)
 
     def confirm(self, call: ToolCall) -> None:
-        confirm = confirm_prompt(call.name, call.arguments, self.task_id, len(self.plan))
+        confirm = confirm_prompt(
+            call.name,
+            call.arguments,
+            self.task_id,
+            len(self.plan),
+            phrasing=self.phrasing,
+            observations=self.observations,
+        )
         args = json.dumps(call.arguments, sort_keys=True)
         required = tuple(t for t in entity_tokens(confirm) if t in args)
         self.plan.append(Utterance("assistant", confirm, required, (*self.agent_facts, args)))
@@ -189,10 +199,14 @@ class _PlanWriter:
             self.confirm(item.call)
         self.plan.append(item)
         self.agent_facts.extend(_call_facts(item))
+        self.observations.append(item.execution.observation)
 
 
-def write_reports(calls: list[SkeletonCall], task_id: str = "") -> list[str]:
+def write_reports(
+    calls: list[SkeletonCall], task_id: str = "", phrasing: Phrasing = NO_PHRASING
+) -> list[str]:
     """The closing's sentence per successful write (what was done, how it came out)."""
+    seen = [c.execution.observation for c in calls]
     return [
         write_report(
             c.call.name,
@@ -201,23 +215,31 @@ def write_reports(calls: list[SkeletonCall], task_id: str = "") -> list[str]:
             task_id,
             i,
             changed=[d.path.split(".")[-1] for d in c.execution.diff],
+            phrasing=phrasing,
+            observations=seen[:i],
         )
         for i, c in enumerate(calls)
         if c.execution.mutating and c.execution.error is None
     ]
 
 
-def closing_draft(task: Task, calls: list[SkeletonCall]) -> str:
+def closing_draft(task: Task, calls: list[SkeletonCall], phrasing: Phrasing = NO_PHRASING) -> str:
     """The agent's last message: each write's report, then each expected output stated as what
     a tool showed about its object, then the offer of further help."""
     results = [(c.call.arguments, c.execution.observation) for c in calls]
-    answers = [answer(v, results, task.id, i) for i, v in enumerate(task.expected_outputs)]
+    answers = [
+        answer(v, results, task.id, i, phrasing=phrasing)
+        for i, v in enumerate(task.expected_outputs)
+    ]
     name = user_name(dict(task.scenario.known_info))
-    return closing([*write_reports(calls, task.id), *answers], task.id, name=name)
+    return closing([*write_reports(calls, task.id, phrasing), *answers], task.id, name=name)
 
 
 def plan_blueprint(
-    task: Task, calls: list[SkeletonCall], confirm_writes: bool = True
+    task: Task,
+    calls: list[SkeletonCall],
+    confirm_writes: bool = True,
+    phrasing: Phrasing = NO_PHRASING,
 ) -> list[PlanItem]:
     """Order the conversation as a real support exchange: opening, then for each gold call the
     info it needs (asked and answered right before it) and, before a write, a confirmation;
@@ -238,6 +260,7 @@ def plan_blueprint(
         [s.reason_for_contact],
         [Utterance("user", voice.opening(s.reason_for_contact), (), user_facts)],
         confirm_writes,
+        phrasing,
     )
     slots = info_slots(dict(s.known_info), calls)
     items = list(s.known_info.items())
@@ -248,7 +271,7 @@ def plan_blueprint(
         if index < len(calls):
             writer.execute(calls[index])
     plan = writer.plan
-    closing = closing_draft(task, calls)
+    closing = closing_draft(task, calls, phrasing)
     plan.append(Utterance("assistant", closing, task.expected_outputs, tuple(writer.agent_facts)))
     plan.append(Utterance("user", voice.close(s.reason_for_contact), (), user_facts))
     return plan

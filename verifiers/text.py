@@ -48,7 +48,9 @@ class Evidence:
             return
         self._texts.append(normalise(text))
         self._values |= extract_values(text)
-        self._numbers |= {amount_key(n) for n in _NUMBER.findall(text)}
+        numbers = [float(n) for n in _NUMBER.findall(text)]
+        # An amount said without its sign ("a refund of $7.70") is the -7.7 a tool returned.
+        self._numbers |= {amount_key(abs(n)) for n in numbers} | {amount_key(n) for n in numbers}
 
     def supports(self, value: str) -> bool:
         if value in self._values:

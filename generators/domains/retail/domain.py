@@ -8,6 +8,7 @@ from importlib import resources
 
 from trajforge.generators.domains.retail import tasks
 from trajforge.generators.domains.retail.data_model import RetailState, generate_state
+from trajforge.generators.domains.retail.phrasing import RETAIL_PHRASING
 from trajforge.generators.domains.retail.rules import RETAIL_CLAIMS, RETAIL_RULES
 from trajforge.generators.domains.retail.tools import TOOLS
 from trajforge.generators.tooling import Toolbox
@@ -30,6 +31,7 @@ class RetailDomain:
     vocabulary = tasks.VOCABULARY
     policy_rules = RETAIL_RULES  # policy.md as checkable rules (rules.py)
     claim_types = RETAIL_CLAIMS  # what grounding-by-object checks claims about
+    phrasing = RETAIL_PHRASING  # how the agent's drafts name actions and things (phrasing.py)
 
     def __init__(self) -> None:
         self.policy: str = load_policy()

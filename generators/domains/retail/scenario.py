@@ -1,5 +1,6 @@
 """How a retail task reads to the simulated user: who they are, how they authenticate, what
-they ask, and (for low-recall personas) orders remembered by content instead of by id."""
+they ask, and (for low-recall personas) orders remembered by content instead of by id and
+ordered items by their kind and one option instead of every option."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from types import MappingProxyType
 
 from trajforge.generators.domain_kit import DISCLOSURE_RULES, Opening, Plan, act, numbered_requests
 from trajforge.generators.domains.retail.data_model import RetailState, User
+from trajforge.generators.domains.retail.describe import item
 from trajforge.schemas import Persona, StatePatch, UserScenario
 
 
@@ -131,3 +133,48 @@ def maybe_forget_order_ids(
         return scenario, plan
     renamed = _without_order_ids(scenario, {o: nicknames[o] for o in sorted(mentioned)})
     return renamed, _with_candidate_lookups(plan, state, mentioned)
+
+
+#: Chance that a user with this recall names an ordered item by its kind and one option.
+FORGETS_ITEM_OPTIONS = MappingProxyType({"very_low": 1.0, "low": 0.5})
+
+
+def _vague_items(plan: Plan, state: RetailState, rng: random.Random) -> dict[str, str]:
+    """Exact item description -> the product and one of its options, for each line of the
+    task's orders whose product appears once in its order (so the agent, reading that order,
+    can tell which line the user means)."""
+    vague = {}
+    for order_id in sorted({g.claim for g in plan.goals if g.claim in state.orders}):
+        lines = state.orders[order_id].items
+        for line in lines:
+            if sum(ln.name == line.name for ln in lines) == 1 and len(line.options) > 1:
+                key = rng.choice(sorted(line.options))
+                vague[item(line)] = f"{line.name} ({key}: {line.options[key]})"
+    return vague
+
+
+def _reworded(scenario: UserScenario, words: dict[str, str]) -> UserScenario:
+    def say(text: str) -> str:
+        for exact, said in words.items():
+            text = text.replace(exact, said)
+        return text
+
+    return UserScenario(
+        reason_for_contact=say(scenario.reason_for_contact),
+        known_info={k: say(v) for k, v in scenario.known_info.items()},
+        unknown_info=tuple(say(u) for u in scenario.unknown_info),
+        instructions=say(scenario.instructions),
+    )
+
+
+def finish_scenario(
+    scenario: UserScenario, plan: Plan, state: RetailState, persona: Persona, rng: random.Random
+) -> tuple[UserScenario, Plan]:
+    """A low-recall persona's imprecise memory: orders by content (`maybe_forget_order_ids`),
+    then ordered items by kind and one option. The gold plan already opens each order the
+    item is in, so the agent resolves the item from what it reads; the gold actions, and so
+    task verification and the outcome check, are unchanged."""
+    scenario, plan = maybe_forget_order_ids(scenario, plan, state, persona, rng)
+    if rng.random() >= FORGETS_ITEM_OPTIONS.get(persona.traits.recall_accuracy, 0.0):
+        return scenario, plan
+    return _reworded(scenario, _vague_items(plan, state, rng)), plan

@@ -73,7 +73,7 @@ def recipe(toolbox: Toolbox) -> SynthesisRecipe:
         space=RetailTaskSpace(),
         toolbox=toolbox,
         instructions=lambda plan, state, persona: scenario.instructions(plan, persona, state),
-        finish_scenario=scenario.maybe_forget_order_ids,
+        finish_scenario=scenario.finish_scenario,
     )
 
 

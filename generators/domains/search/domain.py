@@ -8,6 +8,7 @@ from trajforge.generators.domains.search import tasks
 from trajforge.generators.domains.search.data_model import SearchState
 from trajforge.generators.domains.search.tools import TOOLS
 from trajforge.generators.domains.search.verification import OUTCOME_CHECKS
+from trajforge.generators.phrasing import Citation, Phrasing
 from trajforge.generators.tooling import Toolbox, apply_patches
 from trajforge.generators.vocabulary import DomainVocabulary, with_generic_verbs
 from trajforge.schemas import InitialState, Persona, Task
@@ -34,12 +35,27 @@ VOCABULARY = DomainVocabulary(
 )
 
 
+#: The closing names the answer and the documents read that state it (generators/phrasing.py).
+PHRASING = Phrasing(
+    cite=Citation(
+        sentences=(
+            "I found it: the answer is {value}, as stated on {sources}.",
+            "According to {sources}, the answer to your question is {value}.",
+            "Based on what I read in {sources}, it is {value}.",
+            "What I read ({sources}) shows that the answer is {value}.",
+            "From {sources}, I can tell you the answer is {value}.",
+        )
+    )
+)
+
+
 class SearchDomain:
     """Information seeking over a generated document collection (multi-hop questions)."""
 
     name = "search"
     vocabulary = VOCABULARY
     outcome_checks = OUTCOME_CHECKS
+    phrasing = PHRASING
     confirm_writes = False  # the one write is the final answer; the policy asks no confirmation
 
     def __init__(self) -> None:

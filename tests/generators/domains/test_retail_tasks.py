@@ -244,3 +244,59 @@ def test_described_orders_are_found_by_opening_candidates():
             task.scenario.known_info
         )
     assert searched >= 3
+
+
+def test_low_recall_users_name_items_by_kind_and_one_option():
+    """A low-recall user names an ordered item by its product and one option (the order tells
+    the agent which line it is); the task still verifies and its blueprint passes the outcome,
+    grounding and policy checks, the agent naming the item in full from the order it read."""
+    import asyncio
+
+    from trajforge.generators.blueprint import run_blueprint
+    from trajforge.generators.domains.retail.describe import item
+    from trajforge.generators.llm.responders import RESPONDERS
+    from trajforge.generators.llm.scripted import ScriptedLLM
+    from trajforge.generators.task_verification import verify_task
+    from trajforge.schemas import Provenance
+    from trajforge.verifiers.hallucination import check_hallucinated_values
+    from trajforge.verifiers.outcome import verify_outcome
+    from trajforge.verifiers.policy import policy_violations
+
+    vague = 0
+    for seed in range(40):
+        base = sample_persona(seed)
+        traits = base.traits.model_copy(update={"recall_accuracy": "very_low"})
+        task = DOMAIN.synthesize_task(base.model_copy(update={"traits": traits}), seed)
+        state = DOMAIN.initial_state(task.initial_state)
+        lines = [
+            ln
+            for a in task.gold_actions
+            if a.name.startswith(("return", "exchange"))
+            for ln in state.orders[a.arguments["order_id"]].items
+            if ln.item_id in a.arguments["item_ids"] and len(ln.options) > 1
+        ]
+        said = "\n".join(task.scenario.known_info.values())
+        if not lines or any(item(ln) in said for ln in lines):
+            continue
+        vague += 1
+        for ln in lines:  # the product and exactly one of its own options
+            assert any(f"{ln.name} ({k}: {v})" in said for k, v in ln.options.items())
+        assert verify_task(DOMAIN, task).verification.passed
+        provenance = Provenance(models={}, seeds={})
+        trajectory = asyncio.run(
+            run_blueprint(
+                task,
+                DOMAIN,
+                ScriptedLLM(responder=RESPONDERS["blueprint"]),
+                model="m",
+                seed=0,
+                provenance=provenance,
+                verbalise="none",
+            )
+        )
+        assert verify_outcome(trajectory, DOMAIN).passed
+        assert check_hallucinated_values(trajectory).passed
+        assert not policy_violations(trajectory, DOMAIN.policy_rules)
+        agent = " ".join(m.content or "" for m in trajectory.messages if m.role == "assistant")
+        assert all(ln.name in agent for ln in lines)
+    assert vague >= 3
