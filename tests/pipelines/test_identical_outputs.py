@@ -50,7 +50,7 @@ def rows(cfg: BuildConfig, tmp_path) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("mode", ["blueprint", "rollout"])
+@pytest.mark.parametrize("mode", ["blueprint", pytest.param("rollout", marks=pytest.mark.slow)])
 def test_rows_identical_with_and_without_the_fast_paths(mode, tmp_path, monkeypatch):
     cfg = config(mode)
     replays.MEMO.clear()

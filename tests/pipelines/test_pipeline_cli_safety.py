@@ -63,6 +63,7 @@ def test_foreign_folder_is_never_written_or_deleted(tmp_path, cfg, capsys, flag)
     assert (home / "data" / "thesis.parquet").read_text() == "precious"
 
 
+@pytest.mark.slow  # two whole builds (~20 s)
 def test_overwrite_deletes_only_what_a_run_wrote_and_keeps_the_cache(tmp_path, cfg, capsys):
     out = tmp_path / "run"
     assert run(capsys, "--config", str(cfg), "--output", str(out))[0] == 0
@@ -134,6 +135,7 @@ def test_gs_output_without_the_gcp_filesystem_names_the_fix(cfg, capsys):
     one_line_error(code, err, "trajforge[dataflow]")
 
 
+@pytest.mark.slow  # a whole build with extra Beam flags
 def test_true_beam_flags_pass_through(tmp_path, cfg, capsys):
     code, err = run(
         capsys, "--config", str(cfg), "--output", str(tmp_path / "r"), "--direct_num_workers=1"

@@ -57,6 +57,7 @@ def test_transient_faults_lose_no_element(tmp_path, monkeypatch):
     assert sum(faults.values()) >= 0.1 * stats["requests"], stats  # faults really happened
 
 
+@pytest.mark.slow  # a whole build against a failing stub
 def test_persistent_failure_lands_in_dead_letter(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     with start_stub_server(StubConfig(latency_ms=1, rate_500=1.0)) as server:

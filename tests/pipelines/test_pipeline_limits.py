@@ -46,7 +46,10 @@ def build(tmp_path, base_url, mode, limit, n=6, judge="false"):
     return code, json.loads((out / "manifest.json").read_text())
 
 
-@pytest.mark.parametrize("mode, judge", [("blueprint", "true"), ("rollout", "false")])
+@pytest.mark.parametrize(
+    "mode, judge",
+    [("blueprint", "true"), pytest.param("rollout", "false", marks=pytest.mark.slow)],
+)
 def test_concurrency_and_request_accounting_at_the_server(tmp_path, mode, judge):
     stub = StubConfig(latency_ms=30, rate_500=0.15, rate_429=0.1, retry_after_s=0.01)
     with start_stub_server(stub) as server:

@@ -52,6 +52,7 @@ def rejected_records(out):
     ]
 
 
+@pytest.mark.slow  # a whole build; loading and validation of plugins stay in the fast tier
 def test_plugin_domain_filter_and_rubric_in_a_real_build(tmp_path):
     cfg = write(
         tmp_path, "'tests.plugins.domains:OutletDomain'", DEFAULT_LIST + PLUGIN_FILTER, "true"

@@ -23,7 +23,10 @@ def _config(tmp_path, **overrides):
 
 @pytest.mark.parametrize(
     "overrides",
-    [{}, {"mode": "rollout", "rollout": {"agent": "oracle", "user": "scripted"}}],
+    [
+        pytest.param({}, marks=pytest.mark.slow),  # the rollout one keeps search in the fast tier
+        {"mode": "rollout", "rollout": {"agent": "oracle", "user": "scripted"}},
+    ],
     ids=["blueprint-scripted", "rollout-oracle"],
 )
 def test_shipped_search_config_builds(tmp_path, overrides):

@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 import yaml
 
 from trajforge.generators.domains import get_domain
@@ -25,6 +26,7 @@ def build(config: dict, tmp_path: Path) -> tuple[dict, list[dict]]:
     return manifest, rows
 
 
+@pytest.mark.slow  # the mixed-domain build below covers toy in the fast tier
 def test_toy_config_builds_end_to_end(tmp_path):
     config = yaml.safe_load(TOY_CONFIG.read_text())
     manifest, rows = build(config, tmp_path)
