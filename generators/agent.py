@@ -22,6 +22,7 @@ from trajforge.generators.agent_voice import (
 )
 from trajforge.generators.domains import DOMAINS
 from trajforge.generators.phrasing import NO_PHRASING, Phrasing
+from trajforge.generators.tooling import domain_option
 from trajforge.generators.user import asks_confirmation, response_cost
 from trajforge.schemas import (
     ChatRequest,
@@ -192,7 +193,7 @@ class OracleAgent:
 def _domain_phrasing(name: str) -> Phrasing:
     """The phrasing table the named domain declares (generic for a plugin domain or one
     without a table)."""
-    return getattr(DOMAINS.get(name), "phrasing", NO_PHRASING)
+    return domain_option(DOMAINS.get(name), "phrasing")
 
 
 def _writes(action: GoldAction, tools: Sequence[ToolSpec]) -> bool:

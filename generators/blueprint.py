@@ -20,9 +20,8 @@ from trajforge.generators.blueprint_plan import (
     execute_skeleton,
     plan_blueprint,
 )
-from trajforge.generators.phrasing import NO_PHRASING
 from trajforge.generators.prompts import STOP_TOKEN, agent_system_prompt
-from trajforge.generators.tooling import Domain
+from trajforge.generators.tooling import Domain, domain_option
 from trajforge.generators.verbalise import Verbaliser
 from trajforge.schemas import (
     LLMClient,
@@ -118,8 +117,8 @@ async def run_blueprint(
     calls = [SkeletonCall(c.call, replace(c.execution, state_after=None)) for c in executed]
     # Optional domain member: a domain whose policy asks no confirmation before a write.
     # Optional domain member: its phrasing table (generators/phrasing.py); generic without one.
-    phrasing = getattr(domain, "phrasing", NO_PHRASING)
-    plan = plan_blueprint(task, calls, getattr(domain, "confirm_writes", True), phrasing)
+    phrasing = domain_option(domain, "phrasing")
+    plan = plan_blueprint(task, calls, domain_option(domain, "confirm_writes"), phrasing)
     system = Message(role="system", content=agent_system_prompt(domain.policy, domain.vocabulary))
     contexts = draft_contexts(plan, system)
     writer = Verbaliser(llm, model, task, seed, sampling, max_retries, domain.vocabulary)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from trajforge.generators.policy_rules import ClaimTypes
+from trajforge.generators.tooling import domain_option
 from trajforge.schemas import Message, RejectionReason, Trajectory
 from trajforge.verifiers.dialogue import result_object, steps_by_call
 from trajforge.verifiers.protocol import FilterContext, FilterModel
@@ -130,5 +131,5 @@ class GroundedClaimsFilter(FilterModel):
     def check(self, trajectory: Trajectory, context: FilterContext) -> FilterResult:
         domain = context.domain
         return check_grounded_claims(
-            trajectory, getattr(domain, "claim_types", None), dict(domain.vocabulary.action_verbs)
+            trajectory, domain_option(domain, "claim_types"), dict(domain.vocabulary.action_verbs)
         )
