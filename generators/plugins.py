@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import importlib
 import re
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 #: `package.module:attribute` (attribute may be dotted: `module:Class.inner`).
@@ -75,4 +77,56 @@ def load_domain(path: str) -> Any:
             f"{path!r} is not a Domain: it lacks {', '.join(missing)} "
             "(see the Domain protocol in trajforge.generators.tooling)"
         )
+    wrong = domain_member_problems(domain)
+    if wrong:
+        raise PluginError(
+            f"{path!r} is not a Domain: {'; '.join(wrong)} "
+            "(see the Domain protocol in trajforge.generators.tooling)"
+        )
     return domain
+
+
+def _is_sequence_of_callables(value: Any) -> bool:
+    return isinstance(value, (tuple, list)) and all(callable(v) for v in value)
+
+
+def _member_checks() -> Mapping[str, tuple[Callable[[Any], bool], str]]:
+    """Each Domain member (required or optional) -> (a check of its value, what it must be).
+
+    Built on first use: the types live in generators modules that import much more than this
+    one needs at config load."""
+    from trajforge.generators.phrasing import Phrasing
+    from trajforge.generators.policy_rules import ClaimTypes, PolicyRules
+    from trajforge.generators.tooling import OPTIONAL_DOMAIN_MEMBERS, Toolbox
+    from trajforge.generators.vocabulary import DomainVocabulary
+
+    checks: dict[str, tuple[Callable[[Any], bool], str]] = {
+        "name": (lambda v: isinstance(v, str) and bool(v), "a non-empty str"),
+        "policy": (lambda v: isinstance(v, str), "a str (the policy text)"),
+        "toolbox": (lambda v: isinstance(v, Toolbox), "a trajforge Toolbox"),
+        "vocabulary": (lambda v: isinstance(v, DomainVocabulary), "a DomainVocabulary"),
+        "initial_state": (callable, "a method (InitialState -> state model)"),
+        "synthesize_task": (callable, "a method (Persona, seed -> Task)"),
+        "policy_rules": (lambda v: v is None or isinstance(v, PolicyRules), "PolicyRules or None"),
+        "claim_types": (lambda v: v is None or isinstance(v, ClaimTypes), "ClaimTypes or None"),
+        "outcome_checks": (
+            _is_sequence_of_callables,
+            "a tuple of functions (trajectory -> problem text or None)",
+        ),
+        "confirm_writes": (lambda v: isinstance(v, bool), "a bool"),
+        "phrasing": (lambda v: isinstance(v, Phrasing), "a Phrasing"),
+    }
+    assert set(OPTIONAL_DOMAIN_MEMBERS) <= set(checks), "an optional member has no check"
+    return MappingProxyType(checks)
+
+
+def domain_member_problems(domain: Any) -> list[str]:
+    """What is wrong with the members `domain` declares (absent optional ones get defaults)."""
+    problems = []
+    for member, (check, expected) in _member_checks().items():
+        if not hasattr(domain, member):
+            continue
+        value = getattr(domain, member)
+        if not check(value):
+            problems.append(f"{member} must be {expected}, not {type(value).__name__}")
+    return problems

@@ -94,6 +94,11 @@ def test_plugin_domain_filter_and_rubric_in_a_real_build(tmp_path):
         ("'no_such_pkg.domains:D'", DEFAULT_LIST, "domain: .*cannot import module 'no_such_pkg"),
         ("'tests.plugins.domains:BrokenDomain'", DEFAULT_LIST, "domain: .*lacks policy, toolbox"),
         ("'tests.plugins.domains:Nope'", DEFAULT_LIST, "has no attribute 'Nope'"),
+        (
+            "'tests.plugins.domains:MistypedDomain'",
+            DEFAULT_LIST,
+            "domain: .*outcome_checks must be a tuple of functions.*confirm_writes must be a bool",
+        ),
         ("retail", "    - {path: 'no_such_pkg.f:F'}\n", r"quality.filters.0: .*--extra_package"),
         ("retail", "    - {path: 'tests.plugins.filters:NotAFilter'}\n", "quality.filters.0"),
         ("retail", "    - loops\n    - loops\n", "listed twice"),

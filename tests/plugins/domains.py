@@ -41,3 +41,11 @@ class BrokenDomain:
     """Lacks the protocol's members: the config must refuse it."""
 
     name = "broken"
+
+
+class MistypedDomain(OutletDomain):
+    """Declares optional members with the wrong types: the config must refuse it, naming them."""
+
+    name = "mistyped"
+    confirm_writes = "yes"
+    outcome_checks = ("not callable",)
