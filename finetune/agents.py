@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 from trajforge.finetune.families import get_family
 from trajforge.finetune.tiny import saved_family
-from trajforge.generators.agent import AgentPolicy, LLMAgent, OracleAgent
+from trajforge.generators.agent import AgentPolicy, LLMAgent, oracle_for
 from trajforge.generators.tooling import Domain
 from trajforge.generators.user import LLMUser, ScriptedUser, UserSimulator
 from trajforge.schemas import LLMClient, SamplingParams, Task
@@ -83,13 +83,13 @@ def agent_factory(
     sampling: SamplingParams,
     family: str | None = None,
     base_url: str | None = None,
-) -> Callable[[Task], AgentPolicy]:
+) -> Callable[[Task, Domain], AgentPolicy]:
     """task -> agent; one client shared by every rollout (built once, here)."""
     if spec.kind == "oracle":
-        return OracleAgent
+        return oracle_for
     client = _client(spec, family, base_url)
     model = spec.target or spec.label
-    return lambda task: LLMAgent(client, model, sampling)
+    return lambda task, domain: LLMAgent(client, model, sampling)
 
 
 def user_factory(

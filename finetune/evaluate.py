@@ -256,7 +256,7 @@ def evaluate(
 ) -> EvalReport:
     """k attempts of the agent on every task, concurrently; the scored report."""
     sampling = SamplingParams(temperature=cfg.temperature, max_tokens=cfg.max_tokens)
-    make_agent: Callable[[Task], AgentPolicy] = agent_factory(
+    make_agent: Callable[[Task, Domain], AgentPolicy] = agent_factory(
         spec, sampling, cfg.family, cfg.base_url
     )
     user_spec = None if cfg.user == "scripted" else parse_agent(cfg.user_model)
@@ -264,7 +264,7 @@ def evaluate(
     works = [
         (
             lambda t=task, a=attempt: _attempt(
-                t, a, domain, make_agent(t), make_user, cfg, spec.label
+                t, a, domain, make_agent(t, domain), make_user, cfg, spec.label
             )
         )
         for task in tasks

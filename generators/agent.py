@@ -190,6 +190,12 @@ class OracleAgent:
         return AgentTurn(Message(role="assistant", content=final))
 
 
+def oracle_for(task: Task, domain: Any) -> OracleAgent:
+    """The oracle for `task` in `domain`, speaking with that domain's phrasing table (a plugin
+    domain's too: the name alone only finds the built-in ones)."""
+    return OracleAgent(task, domain_option(domain, "phrasing"))
+
+
 def _domain_phrasing(name: str) -> Phrasing:
     """The phrasing table the named domain declares (generic for a plugin domain or one
     without a table)."""

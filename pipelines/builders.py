@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from trajforge.generators.agent import AgentPolicy, LLMAgent, OracleAgent
+from trajforge.generators.agent import AgentPolicy, LLMAgent, oracle_for
 from trajforge.generators.tooling import Domain
 from trajforge.generators.user import LLMUser, ScriptedUser, UserSimulator
 from trajforge.pipelines.config import BuildConfig
@@ -38,7 +38,7 @@ class Gates:
 class RoleBuilders:
     """LLM-backed roles: the judge, and a factory per conversational role (one call per task)."""
 
-    agent_for: Callable[[Task], AgentPolicy]
+    agent_for: Callable[[Task, Domain], AgentPolicy]  # the task's own domain (its phrasing)
     user_for: Callable[[Task, Domain], UserSimulator]  # the task's own domain (its vocabulary)
     judge: TrajectoryJudge
 
@@ -51,11 +51,11 @@ def build_gates(config: BuildConfig) -> Gates:
     )
 
 
-def _agent_factory(config: BuildConfig, clients: Any) -> Callable[[Task], AgentPolicy]:
+def _agent_factory(config: BuildConfig, clients: Any) -> Callable[[Task, Domain], AgentPolicy]:
     if config.rollout.agent == "oracle":
-        return OracleAgent
+        return oracle_for
     agent = LLMAgent(clients.agent, clients.models["agent"], config.sampling)
-    return lambda task: agent  # stateless across tasks: one per worker
+    return lambda task, domain: agent  # stateless across tasks: one per worker
 
 
 def _user_factory(config: BuildConfig, clients: Any) -> Callable[[Task, Domain], UserSimulator]:

@@ -110,7 +110,7 @@ async def _generate(
     return await run_rollout(
         task,
         domain,
-        res.roles.agent_for(task),
+        res.roles.agent_for(task, domain),
         res.roles.user_for(task, domain),
         max_turns=cfg.rollout.max_turns,
         max_steps=cfg.rollout.max_steps,

@@ -41,3 +41,28 @@ def test_oracle_emits_gold_calls_in_order_then_states_outputs(toy_task, toy_doma
     assert len(prompts) == 1 and asks_confirmation(prompts[0]) and "deposit" in prompts[0]
     final = asyncio.run(oracle.act(history, toy_domain.toolbox.specs, seed=0)).message
     assert not final.tool_calls and "125.50" in final.content
+
+
+def _assistant_texts(task, domain, agent, provenance):
+    from trajforge.generators.rollout import run_rollout
+    from trajforge.generators.user import ScriptedUser
+
+    trajectory = asyncio.run(
+        run_rollout(task, domain, agent, ScriptedUser(task), seed=1, provenance=provenance)
+    )
+    return [m.content for m in trajectory.messages if m.role == "assistant" and m.content]
+
+
+def test_oracle_for_speaks_with_the_given_domains_phrasing_even_under_another_name(provenance):
+    from trajforge.generators.agent import oracle_for
+    from trajforge.generators.domains.retail import RetailDomain
+    from trajforge.generators.personas import sample_persona
+
+    retail = RetailDomain()
+    task = retail.synthesize_task(sample_persona(3), 3)
+    renamed = task.model_copy(update={"domain": "outlet"})  # a plugin domain's name
+    builtin = _assistant_texts(task, retail, OracleAgent(task), provenance)
+    generic = _assistant_texts(renamed, retail, OracleAgent(renamed), provenance)
+    plugged = _assistant_texts(renamed, retail, oracle_for(renamed, retail), provenance)
+    assert plugged == builtin
+    assert generic != builtin  # by name alone, "outlet" finds no table: generic phrases
