@@ -16,6 +16,7 @@ failed build (too few kept rows or too many dead letters; manifest written, no `
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
 import sys
 
@@ -84,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     finetune_cli.add_parsers(sub)
     _add_product_commands(sub)
+    _no_abbreviations(parser)
     return parser
 
 
@@ -110,6 +112,16 @@ def _add_product_commands(sub) -> None:
     publish.add_argument(
         "--dry-run", action="store_true", help="list what would be uploaded, upload nothing"
     )
+
+
+def _no_abbreviations(parser: argparse.ArgumentParser) -> None:
+    """Refuse prefixes of flags (`--resum` for `--resume`) in every (sub)command: a prefix
+    silently means a flag the user may not have meant, and for `build` an unknown flag must
+    reach the preflight's "did you mean" instead."""
+    parser.allow_abbrev = False
+    for action in parser._subparsers._group_actions if parser._subparsers else ():
+        for child in action.choices.values():
+            _no_abbreviations(child)
 
 
 def with_default_runner(beam_args: list[str]) -> list[str]:
@@ -165,6 +177,14 @@ def _our_flags(command: str) -> list[str]:
         if sub is not None:
             return sorted(o for a in sub._actions for o in a.option_strings if o.startswith("--"))
     return []
+
+
+def _unknown_flags_message(command: str, extra: list[str]) -> str:
+    """`trajforge COMMAND` got arguments it does not take; name them and the closest flag."""
+    flags = [a.split("=", 1)[0] for a in extra if a.startswith("--")]
+    close = difflib.get_close_matches(flags[0], _our_flags(command), n=1) if flags else []
+    hint = f"did you mean {close[0]}?" if close else f"see `trajforge {command} --help`"
+    return f"trajforge {command}: unrecognized arguments: {' '.join(extra)}; {hint}"
 
 
 def cmd_build(args: argparse.Namespace, beam_args: list[str]) -> int:
@@ -314,6 +334,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     args, beam_args = _parser().parse_known_args(argv)
+    if beam_args and args.command != "build":  # only build passes flags on (to Beam)
+        print(f"error: {_unknown_flags_message(args.command, beam_args)}", file=sys.stderr)
+        return 2
     try:
         if args.command == "build":
             return cmd_build(args, beam_args)

@@ -110,6 +110,8 @@ def test_missing_api_key_is_caught_before_the_run(tmp_path, capsys, monkeypatch)
     [
         (["--ovewrite"], ["unknown flag --ovewrite", "did you mean --overwrite?"]),
         (["--overwirte"], ["did you mean --overwrite?"]),
+        (["--resum"], ["unknown flag --resum", "did you mean --resume?"]),  # no prefixes
+        (["--no-prog"], ["unknown flag --no-prog"]),
         (["--no-progess"], ["did you mean --no-progress?"]),
         (["--runer=DataflowRunner"], ["did you mean the Beam option --runner?"]),
         (["--runner", "DataFlowRuner"], ["not a Beam runner", "did you mean DataflowRunner?"]),
@@ -152,3 +154,22 @@ def test_a_build_that_keeps_too_little_fails_loudly(tmp_path, cfg, capsys):
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "failed" and "min_kept" in manifest["failure"]
     assert not (out / "_SUCCESS").exists()
+
+
+@pytest.mark.parametrize(
+    "argv, fragments",
+    [
+        (
+            ["show", "run", "--spilt", "train"],
+            ["trajforge show", "--spilt", "did you mean --split?"],
+        ),
+        (["report", "run", "--verbose"], ["trajforge report", "unrecognized arguments: --verbose"]),
+        (["show", "run", "--rej"], ["trajforge show", "--rej"]),  # a prefix is not a flag
+    ],
+)
+def test_other_commands_refuse_unknown_flags_instead_of_ignoring_them(capsys, argv, fragments):
+    from trajforge.pipelines.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    one_line_error(2, err, *fragments)
