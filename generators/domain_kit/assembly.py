@@ -15,6 +15,7 @@ gold final hash is replayed on the patched world, as every later stage rebuilds 
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -126,9 +127,11 @@ def synthesize(
 ) -> Task:
     """A task for `persona` over the world generated from `seed`, or TaskRejected."""
     rng = random.Random(derive_seed(seed, persona.id, recipe.domain, "synthesize_task"))
-    state = initial_state(InitialState(seed=seed))
+    world = InitialState(seed=seed)
+    state = initial_state(world)
     complexity = rng.choice(tuple(recipe.complexities))
-    plan = best_plan(recipe.space, recipe.toolbox, state, complexity, rng)
+    fresh = functools.partial(initial_state, world)  # the plan search's working copies
+    plan = best_plan(recipe.space, recipe.toolbox, state, complexity, rng, fresh)
     if plan is None:
         raise TaskRejected("no_feasible_task", f"no actor of world {seed} has a feasible sub-goal")
     init, state, plan = _as_persona(recipe, initial_state, state, plan, persona, seed)
@@ -138,10 +141,10 @@ def synthesize(
     scenario, plan = recipe.finish_scenario(scenario, plan, state, persona, rng)
     # The replay verification needs (a hash after every action) is the one that gives the
     # gold final hash: it runs once here, on the final plan (candidate look-ups included) over
-    # the persona's world, and verify_task reads it from the process memo.
-    replayed = replay(
-        recipe.domain, recipe.toolbox, initial_state, init, gold_calls(plan.actions), True
-    )
+    # the persona's world, and verify_task reads it from the process memo. Nothing reads
+    # `state` after this, so the replay may execute on it instead of building another.
+    calls = gold_calls(plan.actions)
+    replayed = replay(recipe.domain, recipe.toolbox, initial_state, init, calls, True, state)
     if replayed.failed is not None:
         raise TaskRejected("gold_action_failed", f"gold plan failed on a fresh world {seed}")
     final_hash = replayed.final

@@ -4,8 +4,13 @@ never share mutable objects with each other or with the cache."""
 
 from __future__ import annotations
 
+import functools
+import random
+
+from trajforge.generators.domain_kit import best_plan
 from trajforge.generators.domains.retail.data_model import generate_state
 from trajforge.generators.domains.retail.domain import RetailDomain
+from trajforge.generators.domains.retail.tasks import RetailTaskSpace
 from trajforge.generators.tooling import apply_patches, state_hash
 from trajforge.schemas import InitialState, StatePatch
 
@@ -50,3 +55,21 @@ def test_initial_states_share_nothing_mutable() -> None:
     assert state_hash(domain.initial_state(init)) == before
     assert state_hash(domain.initial_state(InitialState(seed=5))) == state_hash(base)
     assert domain.initial_state(init).users[user_id].name.first_name == "Ada"
+
+
+def test_plan_search_with_fresh_states_is_the_copying_one() -> None:
+    """Working copies from the domain's `initial_state` (synthesis's fast path) give exactly
+    the plans that JSON-round-trip copies give, and leave the searched state untouched."""
+    domain, space = RetailDomain(), RetailTaskSpace()
+    for seed in range(12):
+        world = InitialState(seed=seed)
+        state = domain.initial_state(world)
+        before = state_hash(state)
+        for complexity in (1, 3):
+            copied = best_plan(space, domain.toolbox, state, complexity, random.Random(seed))
+            fresh = functools.partial(domain.initial_state, world)
+            searched = best_plan(
+                space, domain.toolbox, state, complexity, random.Random(seed), fresh
+            )
+            assert copied == searched
+        assert state_hash(state) == before
