@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from trajforge.generators.domain_kit.planning import Plan, TaskSpace, best_plan
+from trajforge.generators.domain_kit.replay import patch_in_place
 from trajforge.generators.prompts import STOP_TOKEN
 from trajforge.generators.replays import gold_calls, replay
 from trajforge.generators.tooling import TaskRejected, Toolbox
@@ -111,9 +112,11 @@ def _as_persona(
     seed: int,
 ) -> tuple[InitialState, BaseModel, Plan]:
     """The task's initial state with the actor made the persona, and the plan's opening rebuilt
-    on it (its own rng, so the choice of sign-in does not depend on the plan search)."""
+    on it (its own rng, so the choice of sign-in does not depend on the plan search). The
+    searched world `state` is patched in place when it can be (the caller reads it no more),
+    else the patched world is built anew."""
     init = InitialState(seed=seed, patches=recipe.space.become(state, plan.actor, persona))
-    patched = initial_state(init)
+    patched = state if patch_in_place(state, init.patches) else initial_state(init)
     rng = random.Random(derive_seed(seed, persona.id, recipe.domain, "opening"))
     opening = recipe.space.opening(patched, plan.actor, rng)
     return init, patched, Plan(plan.actor, opening, plan.goals)

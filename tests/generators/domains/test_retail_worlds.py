@@ -8,9 +8,11 @@ import functools
 import random
 
 from trajforge.generators.domain_kit import best_plan
+from trajforge.generators.domain_kit.replay import patch_in_place
 from trajforge.generators.domains.retail.data_model import generate_state
 from trajforge.generators.domains.retail.domain import RetailDomain
 from trajforge.generators.domains.retail.tasks import RetailTaskSpace
+from trajforge.generators.personas import sample_persona
 from trajforge.generators.tooling import apply_patches, state_hash
 from trajforge.schemas import InitialState, StatePatch
 
@@ -73,3 +75,34 @@ def test_plan_search_with_fresh_states_is_the_copying_one() -> None:
             )
             assert copied == searched
         assert state_hash(state) == before
+
+
+def test_patching_in_place_is_the_patched_initial_state() -> None:
+    """`patch_in_place` (synthesis's persona patches on the searched world) gives the state
+    `initial_state` builds with those patches, for the personas' name/email patches of retail
+    and toy; paths it cannot validate by a field are refused with the state untouched."""
+    from trajforge.generators.domains.toy.domain import ToyDomain
+    from trajforge.generators.domains.toy.tasks import ToyTaskSpace
+
+    for domain, space in ((RetailDomain(), RetailTaskSpace()), (ToyDomain(), ToyTaskSpace())):
+        for seed in range(6):
+            state = domain.initial_state(InitialState(seed=seed))
+            actor = space.actors(state)[seed % 3]
+            patches = space.become(state, actor, sample_persona(seed))
+            assert patch_in_place(state, patches)
+            expected = domain.initial_state(InitialState(seed=seed, patches=patches))
+            assert state.model_dump_json() == expected.model_dump_json()
+    state = RetailDomain().initial_state(InitialState(seed=5))
+    before = state.model_dump_json()
+    order_id = sorted(state.orders)[0]
+    for refused in (
+        (StatePatch(path=f"orders.{order_id}.items.0", value={}),),  # a list slot
+        (StatePatch(path="users.nobody.email", value="x@example.com"),),
+        (StatePatch(path=f"orders.{order_id}.model_dump.x", value=1),),
+        (
+            StatePatch(path=f"orders.{order_id}.address", value={}),
+            StatePatch(path=f"orders.{order_id}.address.zip", value="00000"),
+        ),
+    ):
+        assert not patch_in_place(state, refused)
+        assert state.model_dump_json() == before
