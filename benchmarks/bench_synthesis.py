@@ -11,12 +11,15 @@ Usage:
 
 `--compare REF` runs this benchmark alternately on this tree and on commit REF (extracted by
 bench_build.py's `checkout`), each in a fresh process, so both see the same load; it prints
-every run, the fastest of each tree and whether the task digests agree.
+every run, the fastest of each tree and whether the task digests agree. `--gc-threshold N`
+runs with `gc.set_threshold(N, 10, 10)`: at Python's default (700) full collections, which walk
+every cached world, cost about a third of synthesis.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import hashlib
 import os
 import re
@@ -45,7 +48,7 @@ def timed(spent: dict[str, float], stage: str, fn, *args):
         spent[stage] += time.process_time() - started
 
 
-def compare(ref: str, tasks: int, repeats: int) -> None:
+def compare(ref: str, tasks: int, repeats: int, extra: list[str]) -> None:
     """Alternate runs on this tree and on `ref`; the fastest synthesis of each, and digests."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from bench_build import checkout  # the same extracted tree the build benchmark uses
@@ -57,7 +60,7 @@ def compare(ref: str, tasks: int, repeats: int) -> None:
             env = dict(os.environ)
             if shim is not None:
                 env["PYTHONPATH"] = os.pathsep.join([str(shim), env.get("PYTHONPATH", "")])
-            command = [sys.executable, __file__, "--tasks", str(tasks)]
+            command = [sys.executable, __file__, "--tasks", str(tasks), *extra]
             out = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
             runs[label].append(out.stdout.strip())
             print(f"{label}: {runs[label][-1]}", flush=True)
@@ -73,10 +76,19 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=150)
     parser.add_argument("--compare", metavar="REF", help="also run commit REF, alternating")
     parser.add_argument("--repeats", type=int, default=3, help="runs per tree with --compare")
+    parser.add_argument(
+        "--gc-threshold",
+        type=int,
+        metavar="N",
+        help="gc.set_threshold(N, 10, 10) before the run (Python's default is 700, 10, 10)",
+    )
     args = parser.parse_args()
     if args.compare:
-        compare(args.compare, args.tasks, args.repeats)
+        extra = ["--gc-threshold", str(args.gc_threshold)] if args.gc_threshold else []
+        compare(args.compare, args.tasks, args.repeats, extra)
         return
+    if args.gc_threshold:
+        gc.set_threshold(args.gc_threshold, 10, 10)
     n = args.tasks
     domain, digest = RetailDomain(), hashlib.sha256()
     spent = {"synthesize": 0.0, "verify": 0.0, "initial_state": 0.0}
