@@ -79,7 +79,9 @@ def plan_actor(
     first = space.builders[types[0]](state, actor, rng, frozenset())
     if first is None:  # decided on the untouched state: the opening is assumed read-only
         return None
-    work = fresh() if fresh is not None else copy_state(state)
+    work = fresh() if fresh is not None else state
+    if work is state:  # no factory, or one breaking the fresh-object contract: copy
+        work = copy_state(state)
     opening = space.opening(state, actor, rng)
     if not (
         run_actions(toolbox, work, opening.actions) and run_actions(toolbox, work, first.actions)
