@@ -6,14 +6,27 @@ of every task's JSON is printed so two trees can be checked to produce the same 
 
 Usage:
   python benchmarks/bench_synthesis.py --tasks 150
+  python benchmarks/bench_synthesis.py --tasks 100 --compare 18249bd --repeats 3
   python -m cProfile -s cumtime benchmarks/bench_synthesis.py --tasks 60   # where it goes
+
+`--compare REF` runs this benchmark alternately on this tree and on commit REF (extracted by
+bench_build.py's `checkout`), each in a fresh process, so both see the same load; it prints
+every run, the fastest of each tree and whether the task digests agree. `--gc-threshold N`
+runs with `gc.set_threshold(N, 10, 10)`: at Python's default (700) full collections, which walk
+every cached world, cost about a third of synthesis.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import hashlib
+import os
+import re
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 from trajforge.generators.domains.retail.domain import RetailDomain
 from trajforge.generators.personas import sample_persona
@@ -35,10 +48,48 @@ def timed(spent: dict[str, float], stage: str, fn, *args):
         spent[stage] += time.process_time() - started
 
 
+def compare(ref: str, tasks: int, repeats: int, extra: list[str]) -> None:
+    """Alternate runs on this tree and on `ref`; the fastest synthesis of each, and digests."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_build import checkout  # the same extracted tree the build benchmark uses
+
+    trees = {"this tree": None, ref: checkout(ref)}
+    runs: dict[str, list[str]] = {label: [] for label in trees}
+    for _ in range(repeats):
+        for label, shim in trees.items():
+            env = dict(os.environ)
+            if shim is not None:
+                env["PYTHONPATH"] = os.pathsep.join([str(shim), env.get("PYTHONPATH", "")])
+            command = [sys.executable, __file__, "--tasks", str(tasks), *extra]
+            out = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+            runs[label].append(out.stdout.strip())
+            print(f"{label}: {runs[label][-1]}", flush=True)
+    for label, lines in runs.items():
+        best = min(float(re.search(r"synthesize ([0-9.]+) ms", line)[1]) for line in lines)
+        print(f"{label}: fastest synthesis {best:.2f} ms per task")
+    digests = {re.search(r"digest (\w+)", line)[1] for lines in runs.values() for line in lines}
+    print("task digests agree" if len(digests) == 1 else f"task digests DIFFER: {digests}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=150)
-    n = parser.parse_args().tasks
+    parser.add_argument("--compare", metavar="REF", help="also run commit REF, alternating")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per tree with --compare")
+    parser.add_argument(
+        "--gc-threshold",
+        type=int,
+        metavar="N",
+        help="gc.set_threshold(N, 10, 10) before the run (Python's default is 700, 10, 10)",
+    )
+    args = parser.parse_args()
+    if args.compare:
+        extra = ["--gc-threshold", str(args.gc_threshold)] if args.gc_threshold else []
+        compare(args.compare, args.tasks, args.repeats, extra)
+        return
+    if args.gc_threshold:
+        gc.set_threshold(args.gc_threshold, 10, 10)
+    n = args.tasks
     domain, digest = RetailDomain(), hashlib.sha256()
     spent = {"synthesize": 0.0, "verify": 0.0, "initial_state": 0.0}
     for index in range(n):

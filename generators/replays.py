@@ -124,13 +124,17 @@ def run_replay(
     error, exactly as the outcome check replays a trajectory."""
     hashes = [state_hash(state)] if prefixes else []
     failed = None
+    fresh = prefixes  # whether hashes[-1] was computed from the state as it is now
     for i, call in enumerate(calls):
         execution = toolbox.execute(state, call)
         if execution.error is not None and failed is None:
             failed = (i, execution.observation)
         if prefixes:
+            fresh = execution.mutating
             hashes.append(hash_after(execution, state) if execution.mutating else hashes[-1])
-    final = state_hash(state)
+    # A read carries the previous hash forward, so the final hash is computed afresh unless the
+    # last call was a write (its hash was just taken from the state as it is now).
+    final = hashes[-1] if fresh else state_hash(state)
     if prefixes:
         hashes[-1] = final
     return Replay(final=final, hashes=tuple(hashes) if prefixes else None, failed=failed)
@@ -143,14 +147,17 @@ def replay(
     init: InitialState,
     calls: Sequence[ToolCall],
     prefixes: bool = False,
+    built: BaseModel | None = None,
 ) -> Replay:
     """The replay of `calls` on the world `init`, from the memo when it is there (with the
-    per-call hashes when `prefixes`)."""
+    per-call hashes when `prefixes`). `built`: `initial_state(init)` already built by a caller
+    that no longer reads it; a miss replays on it (mutating it) instead of building another."""
     key = replay_key(world_of(name, toolbox, initial_state), init, calls)
     entry = MEMO.get(key)
     if entry is not None and (entry.hashes is not None or not prefixes):
         return entry
-    entry = run_replay(toolbox, initial_state(init), calls, prefixes)
+    state = built if built is not None else initial_state(init)
+    entry = run_replay(toolbox, state, calls, prefixes)
     MEMO.put(key, entry)
     return entry
 

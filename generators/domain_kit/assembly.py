@@ -15,6 +15,7 @@ gold final hash is replayed on the patched world, as every later stage rebuilds 
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from trajforge.generators.domain_kit.planning import Plan, TaskSpace, best_plan
+from trajforge.generators.domain_kit.replay import patch_in_place
 from trajforge.generators.prompts import STOP_TOKEN
 from trajforge.generators.replays import gold_calls, replay
 from trajforge.generators.tooling import TaskRejected, Toolbox
@@ -110,9 +112,11 @@ def _as_persona(
     seed: int,
 ) -> tuple[InitialState, BaseModel, Plan]:
     """The task's initial state with the actor made the persona, and the plan's opening rebuilt
-    on it (its own rng, so the choice of sign-in does not depend on the plan search)."""
+    on it (its own rng, so the choice of sign-in does not depend on the plan search). The
+    searched world `state` is patched in place when it can be (the caller reads it no more),
+    else the patched world is built anew."""
     init = InitialState(seed=seed, patches=recipe.space.become(state, plan.actor, persona))
-    patched = initial_state(init)
+    patched = state if patch_in_place(state, init.patches) else initial_state(init)
     rng = random.Random(derive_seed(seed, persona.id, recipe.domain, "opening"))
     opening = recipe.space.opening(patched, plan.actor, rng)
     return init, patched, Plan(plan.actor, opening, plan.goals)
@@ -126,9 +130,11 @@ def synthesize(
 ) -> Task:
     """A task for `persona` over the world generated from `seed`, or TaskRejected."""
     rng = random.Random(derive_seed(seed, persona.id, recipe.domain, "synthesize_task"))
-    state = initial_state(InitialState(seed=seed))
+    world = InitialState(seed=seed)
+    state = initial_state(world)
     complexity = rng.choice(tuple(recipe.complexities))
-    plan = best_plan(recipe.space, recipe.toolbox, state, complexity, rng)
+    fresh = functools.partial(initial_state, world)  # the plan search's working copies
+    plan = best_plan(recipe.space, recipe.toolbox, state, complexity, rng, fresh)
     if plan is None:
         raise TaskRejected("no_feasible_task", f"no actor of world {seed} has a feasible sub-goal")
     init, state, plan = _as_persona(recipe, initial_state, state, plan, persona, seed)
@@ -138,10 +144,10 @@ def synthesize(
     scenario, plan = recipe.finish_scenario(scenario, plan, state, persona, rng)
     # The replay verification needs (a hash after every action) is the one that gives the
     # gold final hash: it runs once here, on the final plan (candidate look-ups included) over
-    # the persona's world, and verify_task reads it from the process memo.
-    replayed = replay(
-        recipe.domain, recipe.toolbox, initial_state, init, gold_calls(plan.actions), True
-    )
+    # the persona's world, and verify_task reads it from the process memo. Nothing reads
+    # `state` after this, so the replay may execute on it instead of building another.
+    calls = gold_calls(plan.actions)
+    replayed = replay(recipe.domain, recipe.toolbox, initial_state, init, calls, True, state)
     if replayed.failed is not None:
         raise TaskRejected("gold_action_failed", f"gold plan failed on a fresh world {seed}")
     final_hash = replayed.final

@@ -10,7 +10,7 @@ the replay on a working copy live here once.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
@@ -66,16 +66,22 @@ def plan_actor(
     types: Sequence[str],
     complexity: int,
     rng: random.Random,
+    fresh: Callable[[], BaseModel] | None = None,
 ) -> Plan | None:
     """Up to `complexity` feasible sub-goals for one actor, the first of type `types[0]`.
 
     Each sub-goal is executed on a working copy before the next is built, so later ones see
-    earlier effects. None when the first type is infeasible for this actor.
+    earlier effects. None when the first type is infeasible for this actor. `fresh` makes the
+    working copy (a new state equal to `state`, sharing nothing with it); by default a JSON
+    round trip of `state`, but a domain that keeps its world as plain data builds one for less
+    than half of that (one validation), and synthesis passes its `initial_state` that way.
     """
     first = space.builders[types[0]](state, actor, rng, frozenset())
     if first is None:  # decided on the untouched state: the opening is assumed read-only
         return None
-    work = copy_state(state)
+    work = fresh() if fresh is not None else state
+    if work is state:  # no factory, or one breaking the fresh-object contract: copy
+        work = copy_state(state)
     opening = space.opening(state, actor, rng)
     if not (
         run_actions(toolbox, work, opening.actions) and run_actions(toolbox, work, first.actions)
@@ -94,12 +100,18 @@ def plan_actor(
 
 
 def best_plan(
-    space: TaskSpace, toolbox: Toolbox, state: BaseModel, complexity: int, rng: random.Random
+    space: TaskSpace,
+    toolbox: Toolbox,
+    state: BaseModel,
+    complexity: int,
+    rng: random.Random,
+    fresh: Callable[[], BaseModel] | None = None,
 ) -> Plan | None:
     """Pick the leading task type uniformly (so types are balanced), then an actor who can do it.
 
     The first actor reaching `complexity` sub-goals wins, else the one with the most. A leading
-    type no actor can do (no delivered orders at all, say) passes to the next type.
+    type no actor can do (no delivered orders at all, say) passes to the next type. `fresh`:
+    see `plan_actor`.
     """
     leading = list(space.builders)
     rng.shuffle(leading)
@@ -110,7 +122,7 @@ def best_plan(
         best: Plan | None = None
         for actor in actors:
             rng.shuffle(rest)
-            plan = plan_actor(space, toolbox, state, actor, [first, *rest], complexity, rng)
+            plan = plan_actor(space, toolbox, state, actor, [first, *rest], complexity, rng, fresh)
             if plan is not None and (best is None or len(plan.goals) > len(best.goals)):
                 best = plan
             if best is not None and len(best.goals) == complexity:

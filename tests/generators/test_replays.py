@@ -104,3 +104,37 @@ def test_memo_is_bounded():
     for key in "abc":
         memo.put(key, replays.Replay(final=key))
     assert memo.get("a") is None and memo.get("c").final == "c"
+
+
+def test_fast_replay_paths_match_replaying_by_hand_over_many_tasks():
+    """The final hash taken from the last write's dump, and a replay on a state the caller
+    built (`built`), give exactly the hand replay's hashes, for plans ending in a read or a
+    write and for a plan with a failing write."""
+    replays.MEMO.enabled = False
+    endings, failures = set(), 0
+    for index in range(0, 60, 3):
+        task = a_task(index)
+        calls = gold_calls(task.gold_actions)
+        endings.add(DOMAIN.toolbox.spec(calls[-1].name).mutates_state)
+        expected = by_hand(task, calls)
+        built = DOMAIN.initial_state(task.initial_state)
+        for result in (
+            replay_domain(DOMAIN, task.initial_state, calls, prefixes=True),
+            replays.replay(
+                DOMAIN.name,
+                DOMAIN.toolbox,
+                DOMAIN.initial_state,
+                task.initial_state,
+                calls,
+                True,
+                built,
+            ),
+        ):
+            assert list(result.hashes) == expected and result.final == expected[-1]
+        assert replay_domain(DOMAIN, task.initial_state, calls).final == expected[-1]
+        failing = [*calls, ToolCall(id="x", name=calls[-1].name, arguments=calls[-1].arguments)]
+        if DOMAIN.toolbox.spec(calls[-1].name).mutates_state:  # the same write again
+            again = replay_domain(DOMAIN, task.initial_state, failing, prefixes=True)
+            assert list(again.hashes) == by_hand(task, failing)
+            failures += again.failed is not None  # a cancelled order cannot be cancelled twice
+    assert endings == {True, False} and failures > 0

@@ -7,10 +7,11 @@ import json
 from importlib import resources
 
 from trajforge.generators.domains.retail import tasks
-from trajforge.generators.domains.retail.data_model import RetailState, generate_state
+from trajforge.generators.domains.retail.data_model import RetailState
 from trajforge.generators.domains.retail.phrasing import RETAIL_PHRASING
 from trajforge.generators.domains.retail.rules import RETAIL_CLAIMS, RETAIL_RULES
 from trajforge.generators.domains.retail.tools import TOOLS
+from trajforge.generators.domains.retail.world import generate_world
 from trajforge.generators.tooling import Toolbox
 from trajforge.schemas import InitialState, Persona, Task, canonical_json
 
@@ -56,10 +57,10 @@ class RetailDomain:
 @functools.lru_cache(maxsize=256)
 def _seeded_world(seed: int) -> dict:
     """The generated world for a seed, as plain data (~0.23 MB). One task's stages rebuild its
-    initial state many times (synthesis, verification, replay, rollout); validating this dump
-    costs ~1-2 ms, generating again ~7. Fused local builds roll a task out right after its
+    initial state many times (synthesis, verification, replay, rollout); validating this data
+    costs ~1.5 ms, generating it again ~1.5. Fused local builds roll a task out right after its
     synthesis, so 256 seeds cover the tasks in flight; a miss regenerates the same world."""
-    return generate_state(seed).model_dump(mode="json")
+    return generate_world(seed)
 
 
 @functools.lru_cache(maxsize=256)

@@ -1,0 +1,249 @@
+"""The retail world generated from a seed, as plain JSON data (what `RetailState` validates).
+
+Every stage rebuilds a task's world from its seed, so generation is on the hot path of a build.
+Building ~600 validated pydantic objects per world cost ~4 ms; this builds the same data as
+plain dicts and lists (~1 ms) with the same RNG draws in the same order, and the state is
+validated once, from this data, by whoever needs objects. The dicts' keys follow the models'
+field order, so a validated world dumps to exactly this data
+(tests/generators/domains/test_retail_worlds.py compares it with the old object-built
+generator over many seeds).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+Data = dict[str, Any]
+
+FIRST_NAMES = (
+    "Ann", "Bo", "Cara", "Dev", "Elif", "Farid", "Greta", "Hugo", "Iris", "Jonas", "Kemi", "Luca",
+    "Mina", "Nils", "Olu", "Priya", "Quinn", "Rosa", "Sami", "Tova", "Umar", "Vera", "Wen", "Xena",
+    "Yusuf", "Zoe", "Arlo", "Bea", "Cyrus", "Dina",
+)  # fmt: skip
+LAST_NAMES = (
+    "Lee", "Moreno", "Okafor", "Lindqvist", "Tanaka", "Novak", "Haddad", "Brennan", "Costa",
+    "Ivanova", "Kaur", "Mensah", "Dubois", "Fischer", "Park", "Quispe", "Rossi", "Silva", "Wu",
+    "Zamora",
+)  # fmt: skip
+STREETS = (
+    "Maple", "Cedar", "Harbor", "Willow", "Quarry", "Juniper", "Lantern", "Orchard", "Birch",
+    "Copper", "Meadow", "Falcon",
+)  # fmt: skip
+STREET_KINDS = ("St", "Ave", "Rd", "Ln", "Way", "Blvd")
+CITIES = (
+    ("Fairhaven", "WA"), ("Millbrook", "NY"), ("Riverton", "OR"), ("Ashford", "TX"),
+    ("Stonebridge", "CO"), ("Brookvale", "GA"), ("Clearwater Bay", "CA"), ("Pinecrest", "MN"),
+)  # fmt: skip
+CARD_BRANDS = ("visa", "mastercard", "amex")
+
+#: Product catalogue: name, base price, option dimensions. Variants are drawn from the product.
+CATALOGUE: tuple[tuple[str, float, dict[str, tuple[str, ...]]], ...] = (
+    ("T-Shirt", 24.0, {"color": ("red", "blue", "black", "white"), "size": ("S", "M", "L", "XL")}),
+    ("Running Shoes", 95.0, {"color": ("grey", "black", "orange"), "size": ("8", "9", "10", "11")}),
+    (
+        "Water Bottle",
+        22.0,
+        {"capacity": ("500ml", "750ml", "1000ml"), "material": ("steel", "glass", "plastic")},
+    ),
+    ("Desk Lamp", 48.0, {"color": ("white", "black", "brass"), "power": ("USB", "AC", "battery")}),
+    ("Backpack", 70.0, {"color": ("navy", "olive", "black"), "size": ("small", "medium", "large")}),
+    ("Headphones", 130.0, {"type": ("over-ear", "on-ear", "in-ear"), "color": ("black", "white")}),
+    (
+        "Coffee Maker",
+        110.0,
+        {"capacity": ("4 cups", "8 cups", "12 cups"), "color": ("red", "black")},
+    ),
+    ("Yoga Mat", 35.0, {"thickness": ("4mm", "6mm", "8mm"), "color": ("green", "purple", "blue")}),
+    (
+        "Mechanical Keyboard",
+        120.0,
+        {"switch": ("linear", "tactile", "clicky"), "layout": ("full", "tenkeyless")},
+    ),
+    ("Wireless Mouse", 40.0, {"color": ("black", "white", "grey"), "grip": ("palm", "claw")}),
+    ("Tea Kettle", 45.0, {"material": ("steel", "glass"), "capacity": ("1L", "1.5L", "2L")}),
+    ("Sunglasses", 85.0, {"frame": ("black", "tortoise", "gold"), "lens": ("polarized", "tinted")}),
+    ("Smart Watch", 220.0, {"color": ("black", "silver", "rose"), "band": ("leather", "silicone")}),
+    ("Notebook", 12.0, {"paper": ("lined", "dotted", "blank"), "size": ("A5", "A4")}),
+)
+
+ORDER_STATUS_WEIGHTS: tuple[tuple[str, float], ...] = (
+    ("pending", 0.36),
+    ("processed", 0.1),
+    ("delivered", 0.36),
+    ("cancelled", 0.08),
+    ("return requested", 0.05),
+    ("exchange requested", 0.05),
+)
+
+
+def _digits(rng: random.Random, n: int) -> str:
+    return str(rng.randint(10 ** (n - 1), 10**n - 1))
+
+
+def address_data(rng: random.Random) -> Data:
+    """A fictional street address (also used by task synthesis for 'move to' requests)."""
+    city, state = rng.choice(CITIES)
+    return {
+        "address1": f"{rng.randint(10, 9999)} {rng.choice(STREETS)} {rng.choice(STREET_KINDS)}",
+        "address2": rng.choice(
+            ("", "", f"Apt {rng.randint(1, 40)}", f"Suite {rng.randint(100, 900)}")
+        ),
+        "city": city,
+        "state": state,
+        "country": "USA",
+        "zip": _digits(rng, 5),
+    }
+
+
+def _payment_method(rng: random.Random, source: str) -> Data:
+    """One method of `source` (a `PaymentMethod` dump: unused fields are None)."""
+    pm_id = f"{source}_{_digits(rng, 7)}"
+    brand = last_four = balance = None
+    if source == "credit_card":
+        brand, last_four = rng.choice(CARD_BRANDS), _digits(rng, 4)
+    elif source == "gift_card":
+        balance = float(rng.randint(0, 300))
+    return {
+        "id": pm_id,
+        "source": source,
+        "brand": brand,
+        "last_four": last_four,
+        "balance": balance,
+    }
+
+
+def _payment_methods(rng: random.Random) -> dict[str, Data]:
+    """One to three distinct sources; credit card last-fours distinct within a user."""
+    chosen = rng.sample(["credit_card", "gift_card", "paypal"], rng.randint(1, 3))
+    methods = (_payment_method(rng, source) for source in sorted(chosen))
+    return {pm["id"]: pm for pm in methods}
+
+
+def _users(rng: random.Random, n_users: int) -> dict[str, Data]:
+    users: dict[str, Data] = {}
+    seen_names: set[tuple[str, str]] = set()
+    while len(users) < n_users:
+        first, last = rng.choice(FIRST_NAMES), rng.choice(LAST_NAMES)
+        if (first, last) in seen_names:  # names unique so name + zip finds exactly one user
+            continue
+        seen_names.add((first, last))
+        # Not name-based: a task renames its user to the persona (scenario.become).
+        user_id = f"user_{_digits(rng, 4)}{len(users):02d}"
+        users[user_id] = {
+            "user_id": user_id,
+            "name": {"first_name": first, "last_name": last},
+            "email": f"{first.lower()}.{last.lower()}{rng.randint(1, 99)}@example.com",
+            "address": address_data(rng),
+            "payment_methods": _payment_methods(rng),
+            "orders": [],
+        }
+    return users
+
+
+def _variants(combos: list[dict[str, str]], base: float, rng: random.Random) -> dict[str, Data]:
+    variants: dict[str, Data] = {}
+    for options in rng.sample(combos, min(len(combos), rng.randint(4, 7))):
+        item_id = _digits(rng, 10)
+        variants[item_id] = {
+            "item_id": item_id,
+            "options": options,
+            "available": rng.random() < 0.75,
+            "price": round(base * rng.uniform(0.85, 1.25), 2),
+        }
+    return variants
+
+
+def _products(rng: random.Random, n_products: int) -> dict[str, Data]:
+    products: dict[str, Data] = {}
+    for name, base, dims in rng.sample(CATALOGUE, min(n_products, len(CATALOGUE))):
+        product_id = _digits(rng, 10)
+        combos: list[dict[str, str]] = [{}]
+        for dim, values in dims.items():
+            combos = [{**c, dim: v} for c in combos for v in values]
+        variants = _variants(combos, base, rng)
+        products[product_id] = {"product_id": product_id, "name": name, "variants": variants}
+    return products
+
+
+def _order_items(rng: random.Random, by_id: list[Data]) -> list[Data]:
+    """One to three items from distinct products (so an item id names one line of the order);
+    `by_id`: the products sorted by id."""
+    items = []
+    for product in rng.sample(by_id, rng.randint(1, 3)):
+        variant = product["variants"][rng.choice(sorted(product["variants"]))]
+        items.append(
+            {
+                "item_id": variant["item_id"],
+                "product_id": product["product_id"],
+                "name": product["name"],
+                "options": dict(variant["options"]),
+                "price": variant["price"],
+            }
+        )
+    return items
+
+
+def _payment(kind: str, amount: float, pm_id: str) -> Data:
+    return {"transaction_type": kind, "amount": amount, "payment_method_id": pm_id}
+
+
+def _order(order_id: str, user: Data, items: list[Data], status: str, pm_id: str, rng) -> Data:
+    """An `Order` dump: its payments (and refund, if cancelled), its fulfillment (once it has
+    shipped), every optional field at its default."""
+    total = round(sum(i["price"] for i in items), 2)
+    history = [_payment("payment", total, pm_id)]
+    if status == "cancelled":
+        history.append(_payment("refund", total, pm_id))
+    fulfillments = []
+    if status not in ("pending", "cancelled"):
+        item_ids = [i["item_id"] for i in items]
+        fulfillments = [{"tracking_id": _digits(rng, 12), "item_ids": item_ids}]
+    return {
+        "order_id": order_id,
+        "user_id": user["user_id"],
+        "address": dict(user["address"]),
+        "items": items,
+        "status": status,
+        "payment_history": history,
+        "fulfillments": fulfillments,
+        "items_modified": False,
+        "cancel_reason": "no longer needed" if status == "cancelled" else None,
+        "return_items": [],
+        "return_payment_method_id": None,
+        "refund_amount": None,
+        "exchange_items": [],
+        "exchange_new_items": [],
+        "exchange_payment_method_id": None,
+        "exchange_price_difference": None,
+    }
+
+
+def _orders(
+    rng: random.Random, users: dict[str, Data], products: dict[str, Data], n_orders: int
+) -> dict[str, Data]:
+    orders: dict[str, Data] = {}
+    user_ids = sorted(users)
+    by_id = sorted(products.values(), key=lambda p: p["product_id"])
+    statuses = [s for s, _ in ORDER_STATUS_WEIGHTS]
+    weights = [w for _, w in ORDER_STATUS_WEIGHTS]
+    while len(orders) < n_orders:
+        order_id = f"#W{_digits(rng, 7)}"
+        if order_id in orders:
+            continue
+        user = users[rng.choice(user_ids)]
+        items = _order_items(rng, by_id)
+        status = rng.choices(statuses, weights)[0]
+        pm_id = rng.choice(sorted(user["payment_methods"]))
+        orders[order_id] = _order(order_id, user, items, status, pm_id, rng)
+        user["orders"].append(order_id)
+    return orders
+
+
+def generate_world(seed: int, n_users: int = 30, n_products: int = 12, n_orders: int = 60) -> Data:
+    """A fresh, fictional retail world as plain data; the same arguments give the same data."""
+    rng = random.Random(seed)
+    users = _users(rng, n_users)
+    products = _products(rng, n_products)
+    orders = _orders(rng, users, products, n_orders)
+    return {"users": users, "products": products, "orders": orders}
