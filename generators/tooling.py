@@ -250,8 +250,15 @@ class Toolbox:
         """The tool functions, in declaration order (adapters re-expose their signatures)."""
         return tuple(self._functions.values())
 
-    def execute(self, state: BaseModel, call: ToolCall) -> ToolExecution:
-        """Run one call against `state` (mutated in place on success); never raises."""
+    def execute(
+        self, state: BaseModel, call: ToolCall, dumped: dict[str, Any] | None = None
+    ) -> ToolExecution:
+        """Run one call against `state` (mutated in place on success); never raises.
+
+        `dumped` is `state.model_dump(mode="json")` when the caller already holds it (a live
+        loop keeps the last write's `state_after`: read tools and failed writes leave the
+        state as it was), so a write dumps the state once instead of twice. The caller
+        vouches that it is current; `LiveDump` is the one helper that keeps it so."""
         spec = self._by_name.get(call.name)
         if spec is None:
             known = ", ".join(sorted(self._functions))
@@ -275,7 +282,9 @@ class Toolbox:
             )
         # Only mutating tools need the snapshot (to undo a failed call and to diff); skipping it
         # for reads halves the cost of a typical rollout step on a large state.
-        before = state.model_dump(mode="json") if spec.mutates_state else None
+        before = None
+        if spec.mutates_state:
+            before = dumped if dumped is not None else state.model_dump(mode="json")
         try:
             result = self._functions[call.name](state, **dict(args))
         except Exception as err:  # noqa: BLE001 - model-chosen arguments must never crash a run
@@ -287,6 +296,34 @@ class Toolbox:
         after = state.model_dump(mode="json")
         diff = state_diff(before, after)
         return ToolExecution(_render_result(result), None, diff, spec.mutates_state, after)
+
+
+class LiveDump:
+    """The current dump of one live state that only `Toolbox.execute` mutates, kept across
+    calls so that a write's "before" is the previous write's "after" and the final state hash
+    reads the last dump instead of dumping the 76 KB world again.
+
+    Why it stays current: a successful write hands back its `state_after`; a failed write
+    restores the state from the very dump it was given (`_restore`), and a read tool never
+    mutates (tests/generators/test_tooling.py holds every domain's read tools to that). Before
+    the first write nothing is held and the state is dumped as before."""
+
+    #: False dumps afresh around every call, as before this helper (the tests' reference).
+    SHARE = True
+
+    def __init__(self) -> None:
+        self.dumped: dict[str, Any] | None = None
+
+    def execute(self, toolbox: Toolbox, state: BaseModel, call: ToolCall) -> ToolExecution:
+        """`toolbox.execute` with the held dump; holds the write's `state_after`."""
+        execution = toolbox.execute(state, call, self.dumped)
+        if execution.state_after is not None and self.SHARE:
+            self.dumped = execution.state_after
+        return execution
+
+    def state_hash(self, state: BaseModel) -> str:
+        """`state_hash(state)`, from the held dump when there is one."""
+        return content_hash(self.dumped) if self.dumped is not None else state_hash(state)
 
 
 def _error_observation(err: Exception) -> str:
