@@ -68,6 +68,10 @@ _ORJSON_OPTIONS = (
 _ORJSON_FLOAT_SPELLINGS = (re.compile(rb"0\.0000"), re.compile(rb"e-[1-9](?![0-9])"))
 
 
+#: Below this many bytes of JSON the node-by-node rule is the cheaper proof.
+_WALK_BELOW = 2048
+
+
 def _fast_bytes(value: Any) -> bytes | None:
     """Hashing a world state (76 KB of JSON) is the hottest serialisation of a build, so plain
     JSON data goes through orjson (~5x faster than the stdlib encoder) when its bytes are
@@ -86,6 +90,8 @@ def _fast_bytes(value: Any) -> bytes | None:
         out = orjson.dumps(value, option=_ORJSON_OPTIONS)
     except TypeError:  # non-str keys, ints beyond 64 bits, lone surrogates, refused types
         return None
+    if len(out) < _WALK_BELOW:  # ids and seeds: the walk costs less than two more C calls
+        return out if _orjson_safe(value) else None
     if any(spelling.search(out) for spelling in _ORJSON_FLOAT_SPELLINGS):
         return None
     if b"null" in out and _has_nan(value):
