@@ -211,8 +211,9 @@ class ToolExecution:
     error: str | None
     diff: tuple[DiffEntry, ...]
     mutating: bool
-    #: The dumped state after a successful write (made for the diff anyway): replays hash it
-    #: instead of dumping the state again. None for reads and failed calls.
+    #: The dumped state after a write that ran (made for the diff, or for the undo of a failed
+    #: write, anyway): replays and `LiveDump` hash it instead of dumping the state again.
+    #: None for reads and for calls refused before running.
     state_after: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
 
@@ -288,9 +289,10 @@ class Toolbox:
         try:
             result = self._functions[call.name](state, **dict(args))
         except Exception as err:  # noqa: BLE001 - model-chosen arguments must never crash a run
-            if before is not None:
-                _restore(state, before)
-            return ToolExecution(_error_observation(err), "tool_error", (), spec.mutates_state)
+            if before is None:
+                return ToolExecution(_error_observation(err), "tool_error", (), False)
+            _restore(state, before)  # the state is `before` again: hand that dump on too
+            return ToolExecution(_error_observation(err), "tool_error", (), True, before)
         if before is None:
             return ToolExecution(_render_result(result), None, (), spec.mutates_state)
         after = state.model_dump(mode="json")
@@ -303,8 +305,8 @@ class LiveDump:
     calls so that a write's "before" is the previous write's "after" and the final state hash
     reads the last dump instead of dumping the 76 KB world again.
 
-    Why it stays current: a successful write hands back its `state_after`; a failed write
-    restores the state from the very dump it was given (`_restore`), and a read tool never
+    Why it stays current: a write hands back its `state_after` (a failed one the very dump it
+    restored the state from, `_restore`), and a read tool never
     mutates (tests/generators/test_tooling.py holds every domain's read tools to that). Before
     the first write nothing is held and the state is dumped as before."""
 
