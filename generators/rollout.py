@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from trajforge.generators.agent import AgentPolicy, AgentTurn
 from trajforge.generators.prompts import TRANSFER_TOKEN, agent_system_prompt
-from trajforge.generators.replays import remember_final
+from trajforge.generators.replays import MEMO, gold_calls, remember_final, replay_key, world_of
 from trajforge.generators.tooling import Domain, LiveDump, ToolExecution
 from trajforge.generators.user import UserSimulator
 from trajforge.schemas import (
@@ -108,6 +108,7 @@ async def run_rollout(
         seed=seed,
         messages=[],
         observer=observer,
+        live=LiveDump(_known_initial_hash(domain, task)),
     )
     run.append(
         Message(role="system", content=agent_system_prompt(domain.policy, domain.vocabulary))
@@ -126,6 +127,15 @@ async def run_rollout(
         cost=run.cost,
         provenance=provenance,
     )
+
+
+def _known_initial_hash(domain: Domain, task: Task) -> str | None:
+    """The task's initial state hash, when this process replayed its gold plan (synthesis and
+    verification do, with a hash before the first call): a rollout that never ran a write
+    ends on it without dumping the 76 KB world. Only read here, never sent to the agent."""
+    world = world_of(domain.name, domain.toolbox, domain.initial_state)
+    entry = MEMO.get(replay_key(world, task.initial_state, gold_calls(task.gold_actions)))
+    return entry.hashes[0] if entry is not None and entry.hashes else None
 
 
 async def _converse(

@@ -313,8 +313,11 @@ class LiveDump:
     #: False dumps afresh around every call, as before this helper (the tests' reference).
     SHARE = True
 
-    def __init__(self) -> None:
+    def __init__(self, initial_hash: str | None = None) -> None:
         self.dumped: dict[str, Any] | None = None
+        #: The initial state's hash when the caller knows it (a replay memo entry): the final
+        #: hash of a run in which no write ran.
+        self.initial_hash = initial_hash
 
     def execute(self, toolbox: Toolbox, state: BaseModel, call: ToolCall) -> ToolExecution:
         """`toolbox.execute` with the held dump; holds the write's `state_after`."""
@@ -324,8 +327,13 @@ class LiveDump:
         return execution
 
     def state_hash(self, state: BaseModel) -> str:
-        """`state_hash(state)`, from the held dump when there is one."""
-        return content_hash(self.dumped) if self.dumped is not None else state_hash(state)
+        """`state_hash(state)`, from the held dump when there is one, else (no write ran, so
+        the state is still the initial one) from the known initial hash."""
+        if self.dumped is not None:
+            return content_hash(self.dumped)
+        if self.initial_hash is not None and self.SHARE:
+            return self.initial_hash
+        return state_hash(state)
 
 
 def _error_observation(err: Exception) -> str:
