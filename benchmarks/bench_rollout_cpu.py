@@ -54,14 +54,17 @@ class GcTimer:
     def __init__(self) -> None:
         self.seconds = 0.0
         self.collections = [0, 0, 0]
+        self.by_generation = [0.0, 0.0, 0.0]
         self._start = 0.0
 
     def __call__(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
             self._start = time.perf_counter()
         else:
-            self.seconds += time.perf_counter() - self._start
+            took = time.perf_counter() - self._start
+            self.seconds += took
             self.collections[info["generation"]] += 1
+            self.by_generation[info["generation"]] += took
 
 
 async def _call(function: object) -> None:
@@ -131,7 +134,8 @@ def main() -> None:
                 f"repeat {repeat}: {len(trajectories)} rollouts, {steps} steps, wall {wall:.2f} s,"
                 f" loop-thread CPU {1000 * cpu / len(trajectories):.2f} ms/rollout,"
                 f" gc {1000 * timer.seconds / len(trajectories):.2f} ms/rollout"
-                f" (collections by generation {timer.collections}),"
+                f" (collections by generation {timer.collections},"
+                f" seconds {[round(t, 2) for t in timer.by_generation]}),"
                 f" digest {digest(trajectories)}"
             )
         if args.profile:

@@ -49,7 +49,13 @@ from trajforge.generators.llm.openai_wire import (
     status_failure,
 )
 from trajforge.generators.llm.redact import redact, remember_secret
-from trajforge.schemas import ChatRequest, ChatResponse, LLMError
+from trajforge.generators.llm.wire_memo import IdentityMemo
+from trajforge.schemas import ChatRequest, ChatResponse, LLMError, Message, ToolSpec
+
+#: Each message's and tool's wire dict, made once per object (a conversation is resent whole
+#: with every request; see wire_memo.py).
+_message_wire: IdentityMemo[Message] = IdentityMemo(Message.openai_dict)
+_tool_wire: IdentityMemo[ToolSpec] = IdentityMemo(ToolSpec.openai_schema)
 
 __all__ = ["OpenAIBackend", "parse_retry_after", "resolve_transport"]
 
@@ -302,13 +308,13 @@ class OpenAIBackend:
         sampling = request.sampling
         payload: dict[str, Any] = {
             "model": self.model,
-            "messages": [m.openai_dict() for m in request.messages],
+            "messages": [_message_wire(m) for m in request.messages],
             "temperature": sampling.temperature,
             "top_p": sampling.top_p,
             "max_tokens": sampling.max_tokens,
         }
         if request.tools:
-            payload["tools"] = [t.openai_schema() for t in request.tools]
+            payload["tools"] = [_tool_wire(t) for t in request.tools]
         if request.seed is not None:
             payload["seed"] = request.seed
         if sampling.stop:
