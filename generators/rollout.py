@@ -22,8 +22,8 @@ from pydantic import BaseModel
 
 from trajforge.generators.agent import AgentPolicy, AgentTurn
 from trajforge.generators.prompts import TRANSFER_TOKEN, agent_system_prompt
-from trajforge.generators.replays import remember_final
-from trajforge.generators.tooling import Domain, ToolExecution, state_hash
+from trajforge.generators.replays import MEMO, gold_calls, remember_final, replay_key, world_of
+from trajforge.generators.tooling import Domain, LiveDump, ToolExecution
 from trajforge.generators.user import UserSimulator
 from trajforge.schemas import (
     Cost,
@@ -67,6 +67,8 @@ class _Run:
     turn: int = 0
     call_ids: set[str] = field(default_factory=set)
     observer: RolloutObserver | None = None
+    #: The live state's current dump, shared by consecutive writes and the final hash.
+    live: LiveDump = field(default_factory=LiveDump)
 
     def append(self, message: Message, turn: AgentTurn | None = None) -> None:
         """Add a message to the conversation and tell the observer, if any."""
@@ -106,12 +108,13 @@ async def run_rollout(
         seed=seed,
         messages=[],
         observer=observer,
+        live=LiveDump(_known_initial_hash(domain, task)),
     )
     run.append(
         Message(role="system", content=agent_system_prompt(domain.policy, domain.vocabulary))
     )
     termination = await _converse(run, agent, user, max_turns=max_turns, max_steps=max_steps)
-    final_hash = state_hash(run.state)
+    final_hash = run.live.state_hash(run.state)
     # The outcome check replays exactly these calls on a fresh state: it reads this instead.
     remember_final(domain, task.initial_state, [s.call for s in run.steps], final_hash)
     return Trajectory.create(
@@ -124,6 +127,15 @@ async def run_rollout(
         cost=run.cost,
         provenance=provenance,
     )
+
+
+def _known_initial_hash(domain: Domain, task: Task) -> str | None:
+    """The task's initial state hash, when this process replayed its gold plan (synthesis and
+    verification do, with a hash before the first call): a rollout that never ran a write
+    ends on it without dumping the 76 KB world. Only read here, never sent to the agent."""
+    world = world_of(domain.name, domain.toolbox, domain.initial_state)
+    entry = MEMO.get(replay_key(world, task.initial_state, gold_calls(task.gold_actions)))
+    return entry.hashes[0] if entry is not None and entry.hashes else None
 
 
 async def _converse(
@@ -191,7 +203,7 @@ def _execute_calls(run: _Run, calls: Sequence[ToolCall], *, max_steps: int) -> b
         if len(run.steps) >= max_steps:
             run.append(tool_message(call, "Error: step limit reached; call not run"))
             continue
-        execution = run.domain.toolbox.execute(run.state, call)
+        execution = run.live.execute(run.domain.toolbox, run.state, call)
         run.append(tool_message(call, execution.observation))
         run.steps.append(step_record(len(run.steps), run.turn, call, execution))
         spec = run.domain.toolbox.spec(call.name)

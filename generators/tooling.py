@@ -211,8 +211,9 @@ class ToolExecution:
     error: str | None
     diff: tuple[DiffEntry, ...]
     mutating: bool
-    #: The dumped state after a successful write (made for the diff anyway): replays hash it
-    #: instead of dumping the state again. None for reads and failed calls.
+    #: The dumped state after a write that ran (made for the diff, or for the undo of a failed
+    #: write, anyway): replays and `LiveDump` hash it instead of dumping the state again.
+    #: None for reads and for calls refused before running.
     state_after: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
 
@@ -250,8 +251,15 @@ class Toolbox:
         """The tool functions, in declaration order (adapters re-expose their signatures)."""
         return tuple(self._functions.values())
 
-    def execute(self, state: BaseModel, call: ToolCall) -> ToolExecution:
-        """Run one call against `state` (mutated in place on success); never raises."""
+    def execute(
+        self, state: BaseModel, call: ToolCall, dumped: dict[str, Any] | None = None
+    ) -> ToolExecution:
+        """Run one call against `state` (mutated in place on success); never raises.
+
+        `dumped` is `state.model_dump(mode="json")` when the caller already holds it (a live
+        loop keeps the last write's `state_after`: read tools and failed writes leave the
+        state as it was), so a write dumps the state once instead of twice. The caller
+        vouches that it is current; `LiveDump` is the one helper that keeps it so."""
         spec = self._by_name.get(call.name)
         if spec is None:
             known = ", ".join(sorted(self._functions))
@@ -275,18 +283,57 @@ class Toolbox:
             )
         # Only mutating tools need the snapshot (to undo a failed call and to diff); skipping it
         # for reads halves the cost of a typical rollout step on a large state.
-        before = state.model_dump(mode="json") if spec.mutates_state else None
+        before = None
+        if spec.mutates_state:
+            before = dumped if dumped is not None else state.model_dump(mode="json")
         try:
             result = self._functions[call.name](state, **dict(args))
         except Exception as err:  # noqa: BLE001 - model-chosen arguments must never crash a run
-            if before is not None:
-                _restore(state, before)
-            return ToolExecution(_error_observation(err), "tool_error", (), spec.mutates_state)
+            if before is None:
+                return ToolExecution(_error_observation(err), "tool_error", (), False)
+            _restore(state, before)  # the state is `before` again: hand that dump on too
+            return ToolExecution(_error_observation(err), "tool_error", (), True, before)
         if before is None:
             return ToolExecution(_render_result(result), None, (), spec.mutates_state)
         after = state.model_dump(mode="json")
         diff = state_diff(before, after)
         return ToolExecution(_render_result(result), None, diff, spec.mutates_state, after)
+
+
+class LiveDump:
+    """The current dump of one live state that only `Toolbox.execute` mutates, kept across
+    calls so that a write's "before" is the previous write's "after" and the final state hash
+    reads the last dump instead of dumping the 76 KB world again.
+
+    Why it stays current: a write hands back its `state_after` (a failed one the very dump it
+    restored the state from, `_restore`), and a read tool never
+    mutates (tests/generators/test_tooling.py holds every domain's read tools to that). Before
+    the first write nothing is held and the state is dumped as before."""
+
+    #: False dumps afresh around every call, as before this helper (the tests' reference).
+    SHARE = True
+
+    def __init__(self, initial_hash: str | None = None) -> None:
+        self.dumped: dict[str, Any] | None = None
+        #: The initial state's hash when the caller knows it (a replay memo entry): the final
+        #: hash of a run in which no write ran.
+        self.initial_hash = initial_hash
+
+    def execute(self, toolbox: Toolbox, state: BaseModel, call: ToolCall) -> ToolExecution:
+        """`toolbox.execute` with the held dump; holds the write's `state_after`."""
+        execution = toolbox.execute(state, call, self.dumped)
+        if execution.state_after is not None and self.SHARE:
+            self.dumped = execution.state_after
+        return execution
+
+    def state_hash(self, state: BaseModel) -> str:
+        """`state_hash(state)`, from the held dump when there is one, else (no write ran, so
+        the state is still the initial one) from the known initial hash."""
+        if self.dumped is not None:
+            return content_hash(self.dumped)
+        if self.initial_hash is not None and self.SHARE:
+            return self.initial_hash
+        return state_hash(state)
 
 
 def _error_observation(err: Exception) -> str:

@@ -23,9 +23,10 @@ import random
 import sys
 import time
 import weakref
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import openai
+if TYPE_CHECKING:
+    import openai
 
 try:  # several times faster than json on these bodies; optional
     import orjson
@@ -49,7 +50,13 @@ from trajforge.generators.llm.openai_wire import (
     status_failure,
 )
 from trajforge.generators.llm.redact import redact, remember_secret
-from trajforge.schemas import ChatRequest, ChatResponse, LLMError
+from trajforge.generators.llm.wire_memo import IdentityMemo
+from trajforge.schemas import ChatRequest, ChatResponse, LLMError, Message, ToolSpec
+
+#: Each message's and tool's wire dict, made once per object (a conversation is resent whole
+#: with every request; see wire_memo.py).
+_message_wire: IdentityMemo[Message] = IdentityMemo(Message.openai_dict)
+_tool_wire: IdentityMemo[ToolSpec] = IdentityMemo(ToolSpec.openai_schema)
 
 __all__ = ["OpenAIBackend", "parse_retry_after", "resolve_transport"]
 
@@ -73,10 +80,18 @@ def resolve_transport(transport: Transport) -> Literal["httpx", "aiohttp"]:
     return transport
 
 
+def _openai() -> Any:
+    """The openai SDK, imported on first use: only the "httpx" transport needs it, and its
+    import costs ~0.7 s of CPU, which every build process paid at start-up for nothing."""
+    import openai
+
+    return openai
+
+
 @functools.cache
 def _http_module() -> Any:
     """The httpx flavour (httpx or httpx2) the installed openai SDK builds its client on."""
-    for cls in openai.DefaultAsyncHttpxClient.__mro__:
+    for cls in _openai().DefaultAsyncHttpxClient.__mro__:
         if cls.__name__ == "AsyncClient":
             return sys.modules[cls.__module__.split(".")[0]]
     raise LLMError("cannot find the HTTP client class of the installed openai SDK")
@@ -181,6 +196,7 @@ class OpenAIBackend:
         )
 
     def _sdk_client(self) -> openai.AsyncOpenAI:
+        openai = _openai()
         http = _http_module()
         limits = http.Limits(
             max_connections=self.max_connections,
@@ -274,6 +290,7 @@ class OpenAIBackend:
             return Failure(f"connection error ({redact(repr(exc))})", True, "connection")
 
     async def _post_sdk(self, client: openai.AsyncOpenAI, payload: dict[str, Any]) -> Any:
+        openai = _openai()
         try:
             http_response = await client.post(
                 "/chat/completions", body=payload, cast_to=_http_module().Response
@@ -302,13 +319,13 @@ class OpenAIBackend:
         sampling = request.sampling
         payload: dict[str, Any] = {
             "model": self.model,
-            "messages": [m.openai_dict() for m in request.messages],
+            "messages": [_message_wire(m) for m in request.messages],
             "temperature": sampling.temperature,
             "top_p": sampling.top_p,
             "max_tokens": sampling.max_tokens,
         }
         if request.tools:
-            payload["tools"] = [t.openai_schema() for t in request.tools]
+            payload["tools"] = [_tool_wire(t) for t in request.tools]
         if request.seed is not None:
             payload["seed"] = request.seed
         if sampling.stop:

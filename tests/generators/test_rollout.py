@@ -1,4 +1,5 @@
 import asyncio
+import contextlib
 
 import pytest
 
@@ -190,3 +191,88 @@ def test_observer_sees_every_message_in_order_with_agent_turns(toy_task, toy_dom
 def test_sampled_tokens_need_one_logprob_per_token():
     with pytest.raises(ValueError, match="one log-probability per sampled token"):
         SampledTokens((1, 2, 3), (-0.1,))
+
+
+def _retail_tasks(count):
+    from trajforge.generators.domains import get_domain
+    from trajforge.generators.personas import sample_persona
+    from trajforge.generators.tooling import TaskRejected
+
+    domain = get_domain("retail")
+    tasks, seed = [], 0
+    while len(tasks) < count:
+        with contextlib.suppress(TaskRejected):
+            tasks.append(domain.synthesize_task(sample_persona(seed), seed))
+        seed += 1
+    return domain, tasks
+
+
+class ClumsyOracle:
+    """The gold plan, with a failing write (unknown id) and a repeated read before each gold
+    call, so shared dumps must survive restores and reads between writes."""
+
+    def __init__(self, task):
+        self.calls = []
+        for i, action in enumerate(task.gold_actions):
+            bad = {k: ("#NOPE" if isinstance(v, str) else v) for k, v in action.arguments.items()}
+            self.calls += [
+                ToolCall(id=f"bad{i}", name=action.name, arguments=bad),
+                ToolCall(id=f"ok{i}", name=action.name, arguments=action.arguments),
+            ]
+
+    async def act(self, messages, tools, seed):
+        done = sum(m.role == "tool" for m in messages)
+        if done >= len(self.calls):
+            return AgentTurn(Message(role="assistant", content="All done. Anything else?"))
+        return AgentTurn(Message(role="assistant", tool_calls=(self.calls[done],)))
+
+
+class ReadOnlyAgent:
+    """Reads the first gold action's target, then answers: no write ever runs."""
+
+    def __init__(self, task):
+        self.task = task
+
+    async def act(self, messages, tools, seed):
+        if any(m.role == "tool" for m in messages):
+            return AgentTurn(Message(role="assistant", content="Nothing to change. Bye?"))
+        read = next(t for t in tools if t.kind == "read")
+        args = {
+            k: v
+            for k, v in self.task.gold_actions[0].arguments.items()
+            if k in read.parameters["properties"]
+        }
+        call = ToolCall(id="r", name=read.name, arguments=args)
+        return AgentTurn(Message(role="assistant", tool_calls=(call,)))
+
+
+AGENTS = {"oracle": OracleAgent, "clumsy": ClumsyOracle, "reads": ReadOnlyAgent}
+
+
+@pytest.mark.parametrize("agent_kind", sorted(AGENTS))
+def test_shared_dumps_give_the_same_trajectories_as_fresh_dumps(
+    agent_kind, provenance, monkeypatch
+):
+    """LiveDump's fast path (one dump per write, the final hash from the last write or, when
+    no write ran, from the replay memo) against the reference (dumps around every write,
+    final state dumped again) on retail tasks."""
+    from trajforge.generators.rollout import _known_initial_hash
+    from trajforge.generators.tooling import LiveDump
+
+    domain, tasks = _retail_tasks(6)
+    assert all(_known_initial_hash(domain, task) is not None for task in tasks)
+
+    def run_all():
+        out = []
+        for task in tasks:
+            agent = AGENTS[agent_kind](task)
+            traj = rollout(task, domain, agent, ScriptedUser(task), provenance, max_turns=4)
+            out.append(traj.to_json())
+        return out
+
+    fast = run_all()
+    monkeypatch.setattr(LiveDump, "SHARE", False)
+    slow = run_all()
+    assert fast == slow
+    if agent_kind != "reads":  # writes happened and were diffed
+        assert any('"state_diff":[{' in t for t in fast)

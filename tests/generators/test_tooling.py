@@ -183,3 +183,37 @@ def test_state_diff_and_hash_are_order_independent():
 def test_apply_patches_returns_patched_copy(shelf):
     patched = apply_patches(shelf, [StatePatch(path="books.Dune", value=9)])
     assert patched.books["Dune"] == 9 and shelf.books["Dune"] == 2
+
+
+@pytest.mark.parametrize("name", ["retail", "search", "toy"])
+def test_read_tools_never_mutate_the_state(name):
+    """`LiveDump` keeps a write's dump across later reads: every read the gold plans make
+    leaves the dumped state as it was (each read tool is called at least once)."""
+    from trajforge.generators.domains import DOMAINS, get_domain
+    from trajforge.generators.personas import sample_persona
+    from trajforge.generators.tooling import TaskRejected
+
+    assert name in DOMAINS
+    domain = get_domain(name)
+    reads_seen = set()
+    for seed in range(12):
+        try:
+            task = domain.synthesize_task(sample_persona(seed), seed)
+        except TaskRejected:
+            continue
+        state = domain.initial_state(task.initial_state)
+        for i, action in enumerate(task.gold_actions):
+            for spec in domain.toolbox.specs:  # every read tool, with this action's arguments
+                if spec.kind != "read":
+                    continue
+                args = {
+                    k: v for k, v in action.arguments.items() if k in spec.parameters["properties"]
+                }
+                before = state.model_dump(mode="json")
+                domain.toolbox.execute(state, ToolCall(id="r", name=spec.name, arguments=args))
+                assert state.model_dump(mode="json") == before, spec.name
+                reads_seen.add(spec.name)
+            domain.toolbox.execute(
+                state, ToolCall(id=f"g{i}", name=action.name, arguments=action.arguments)
+            )
+    assert reads_seen == {s.name for s in domain.toolbox.specs if s.kind == "read"}
