@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from trajforge.generators.tooling import Domain, Toolbox, ToolExecution, state_hash
+from trajforge.generators.tooling import Domain, LiveDump, Toolbox, ToolExecution, state_hash
 from trajforge.schemas import GoldAction, InitialState, ToolCall, content_hash
 
 #: Entries kept per process (~1 KB each). A batch runner finishes a stage for every element
@@ -122,21 +122,21 @@ def run_replay(
 ) -> Replay:
     """Execute `calls` in order on `state` (mutated in place); every call runs, even after an
     error, exactly as the outcome check replays a trajectory."""
-    hashes = [state_hash(state)] if prefixes else []
+    live = LiveDump()  # one dump per state version, shared by the writes and the hashes
+    hashes: list[str] = []
+    if prefixes:
+        if LiveDump.SHARE:
+            live.dumped = state.model_dump(mode="json")
+            live.initial_hash = content_hash(live.dumped)
+        hashes.append(live.state_hash(state))
     failed = None
-    fresh = prefixes  # whether hashes[-1] was computed from the state as it is now
     for i, call in enumerate(calls):
-        execution = toolbox.execute(state, call)
+        execution = live.execute(toolbox, state, call)
         if execution.error is not None and failed is None:
             failed = (i, execution.observation)
-        if prefixes:
-            fresh = execution.mutating
+        if prefixes:  # a read never mutates (held to that by tests): it carries the hash
             hashes.append(hash_after(execution, state) if execution.mutating else hashes[-1])
-    # A read carries the previous hash forward, so the final hash is computed afresh unless the
-    # last call was a write (its hash was just taken from the state as it is now).
-    final = hashes[-1] if fresh else state_hash(state)
-    if prefixes:
-        hashes[-1] = final
+    final = hashes[-1] if prefixes else live.state_hash(state)
     return Replay(final=final, hashes=tuple(hashes) if prefixes else None, failed=failed)
 
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from trajforge.generators.domain_kit.goals import Opening, SubGoal, SubGoalBuilder
 from trajforge.generators.domain_kit.replay import copy_state, run_actions
-from trajforge.generators.tooling import Toolbox
+from trajforge.generators.tooling import LiveDump, Toolbox
 from trajforge.schemas import GoldAction, Persona, StatePatch
 
 S = TypeVar("S", bound=BaseModel)
@@ -83,8 +83,10 @@ def plan_actor(
     if work is state:  # no factory, or one breaking the fresh-object contract: copy
         work = copy_state(state)
     opening = space.opening(state, actor, rng)
+    live = LiveDump()  # `work` changes only through these calls: its dump carries over
     if not (
-        run_actions(toolbox, work, opening.actions) and run_actions(toolbox, work, first.actions)
+        run_actions(toolbox, work, opening.actions, live)
+        and run_actions(toolbox, work, first.actions, live)
     ):
         return None
     goals: list[SubGoal] = [first]
@@ -94,7 +96,7 @@ def plan_actor(
         claimed = frozenset(g.claim for g in goals)
         goal = space.builders[task_type](work, actor, rng, claimed)
         # A failed sub-goal is dropped; its reads changed nothing and a failed write is undone.
-        if goal is not None and run_actions(toolbox, work, goal.actions):
+        if goal is not None and run_actions(toolbox, work, goal.actions, live):
             goals.append(goal)
     return Plan(actor, opening, tuple(goals))
 

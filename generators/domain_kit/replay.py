@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from trajforge.generators.tooling import Toolbox, state_hash
+from trajforge.generators.tooling import LiveDump, Toolbox
 from trajforge.schemas import GoldAction, StatePatch, ToolCall
 
 S = TypeVar("S", bound=BaseModel)
@@ -64,11 +64,21 @@ def _parent_model(node: Any, keys: list[str]) -> tuple[BaseModel, str] | None:
     return None
 
 
-def run_actions(toolbox: Toolbox, state: BaseModel, actions: Sequence[GoldAction]) -> bool:
-    """Execute actions in place; False at the first error (the caller discards the copy)."""
+def run_actions(
+    toolbox: Toolbox,
+    state: BaseModel,
+    actions: Sequence[GoldAction],
+    live: LiveDump | None = None,
+) -> bool:
+    """Execute actions in place; False at the first error (the caller discards the copy).
+
+    `live`: the state's held dump, shared by every call on the same state (the plan search
+    runs several sub-goals on one working copy), so a write's "before" is the previous
+    write's "after" instead of a fresh dump of the whole world."""
+    live = live if live is not None else LiveDump()
     for i, action in enumerate(actions):
         call = ToolCall(id=f"gold_{i}", name=action.name, arguments=action.arguments)
-        if toolbox.execute(state, call).error is not None:
+        if live.execute(toolbox, state, call).error is not None:
             return False
     return True
 
@@ -78,4 +88,5 @@ def gold_final_hash(
 ) -> str | None:
     """Hash after replaying the gold plan on a copy of `initial` (None if any action fails)."""
     state = copy_state(initial)
-    return state_hash(state) if run_actions(toolbox, state, actions) else None
+    live = LiveDump()
+    return live.state_hash(state) if run_actions(toolbox, state, actions, live) else None

@@ -138,3 +138,24 @@ def test_fast_replay_paths_match_replaying_by_hand_over_many_tasks():
             assert list(again.hashes) == by_hand(task, failing)
             failures += again.failed is not None  # a cancelled order cannot be cancelled twice
     assert endings == {True, False} and failures > 0
+
+
+def test_plan_search_and_replays_with_held_dumps_make_the_same_tasks(monkeypatch):
+    """Synthesis (plan search, gold replay, gold hash) with one held dump per working state
+    (`LiveDump`) makes exactly the tasks it makes dumping afresh around every write."""
+    from trajforge.generators.tooling import LiveDump
+
+    def tasks() -> list[str]:
+        replays.MEMO.clear()
+        out = []
+        for seed in range(24):
+            try:
+                out.append(DOMAIN.synthesize_task(sample_persona(seed), seed).model_dump_json())
+            except TaskRejected as err:
+                out.append(err.reason)
+        return out
+
+    held = tasks()
+    monkeypatch.setattr(LiveDump, "SHARE", False)
+    assert held == tasks()
+    assert sum(t.startswith("{") for t in held) >= 12
