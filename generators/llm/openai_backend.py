@@ -23,9 +23,10 @@ import random
 import sys
 import time
 import weakref
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import openai
+if TYPE_CHECKING:  # imported where used: the SDK costs ~0.6 s and the default transport skips it
+    import openai
 
 try:  # several times faster than json on these bodies; optional
     import orjson
@@ -76,6 +77,8 @@ def resolve_transport(transport: Transport) -> Literal["httpx", "aiohttp"]:
 @functools.cache
 def _http_module() -> Any:
     """The httpx flavour (httpx or httpx2) the installed openai SDK builds its client on."""
+    import openai
+
     for cls in openai.DefaultAsyncHttpxClient.__mro__:
         if cls.__name__ == "AsyncClient":
             return sys.modules[cls.__module__.split(".")[0]]
@@ -181,6 +184,8 @@ class OpenAIBackend:
         )
 
     def _sdk_client(self) -> openai.AsyncOpenAI:
+        import openai
+
         http = _http_module()
         limits = http.Limits(
             max_connections=self.max_connections,
@@ -274,6 +279,8 @@ class OpenAIBackend:
             return Failure(f"connection error ({redact(repr(exc))})", True, "connection")
 
     async def _post_sdk(self, client: openai.AsyncOpenAI, payload: dict[str, Any]) -> Any:
+        import openai
+
         try:
             http_response = await client.post(
                 "/chat/completions", body=payload, cast_to=_http_module().Response
