@@ -19,6 +19,7 @@ Usage:
   python benchmarks/bench_build.py                          # rollout+blueprint, 400 and 1600
   python benchmarks/bench_build.py --modes rollout --tasks 400 --repeats 2
   python benchmarks/bench_build.py --modes rollout --tasks 400 --profile   # cProfile a build
+  python benchmarks/bench_build.py --modes rollout --tasks 1,10 --compare 18249bd   # fixed cost
   python benchmarks/bench_build.py --compare 73223e8   # each build also on that commit, alternating
   python benchmarks/bench_build.py --beam "--direct_num_workers=2 --direct_running_mode=multi_processing"
 Writes benchmarks/results/build-<label>-<UTC time>.json.

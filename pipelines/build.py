@@ -27,6 +27,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from trajforge.pipelines import attempts, io, shards, splits, stages
 from trajforge.pipelines.card import dataset_card
 from trajforge.pipelines.config import BuildConfig, FailureConfig
+from trajforge.pipelines.gc_tuning import freeze_startup
 from trajforge.pipelines.preflight import LOCAL_RUNNERS
 from trajforge.pipelines.report import write_report
 from trajforge.pipelines.resources import StageResources, per_process
@@ -301,8 +302,13 @@ def local_processes(options: PipelineOptions) -> int:
     return max(1, workers if workers > 0 else (os.cpu_count() or 1))
 
 
-def run_build(config: BuildConfig, run_dir: str, beam_args: list[str]) -> BuildResult:
-    """Run the pipeline into `run_dir` (prepared by the caller), then manifest + success marker."""
+def run_build(
+    config: BuildConfig, run_dir: str, beam_args: list[str], owns_process: bool = False
+) -> BuildResult:
+    """Run the pipeline into `run_dir` (prepared by the caller), then manifest + success marker.
+    `owns_process`: the build is all this process does (the CLI), so start-up's objects may be
+    frozen out of the garbage collector (`gc_tuning.freeze_startup`); a library caller keeps
+    its collector as it is."""
     started = time.monotonic()
     options = PipelineOptions(beam_args)
     runner = options.get_all_options().get("runner") or "FnApiRunner"
@@ -310,6 +316,8 @@ def run_build(config: BuildConfig, run_dir: str, beam_args: list[str]) -> BuildR
     p = beam.Pipeline(options=options)
     rebalance = runner not in LOCAL_RUNNERS
     build_pipeline(p, config, run_dir, rebalance, processes=local_processes(options))
+    if owns_process:  # modules and the graph live to the end: out of every full collection
+        freeze_startup()
     result = p.run()
     if runner in LOCAL_RUNNERS:
         result.wait_until_finish()

@@ -189,11 +189,13 @@ def _unknown_flags_message(command: str, extra: list[str]) -> str:
 
 def cmd_build(args: argparse.Namespace, beam_args: list[str]) -> int:
     from trajforge.pipelines.build import BuildFailed, run_build
+    from trajforge.pipelines.gc_tuning import tune_gc
     from trajforge.pipelines.preflight import preflight
     from trajforge.pipelines.progress import ProgressReporter
     from trajforge.pipelines.requirements import missing_requirements
     from trajforge.pipelines.run_dir import prepare_run_dir, record_entries
 
+    tune_gc()
     config = load_config(args.config)
     missing = missing_requirements(config)
     if missing:  # before anything is written or paid for
@@ -220,7 +222,7 @@ def cmd_build(args: argparse.Namespace, beam_args: list[str]) -> int:
             enabled=local and not args.no_progress,
             attempts=config.rollout.attempts,
         ):
-            result = run_build(config, output, beam_args)
+            result = run_build(config, output, beam_args, owns_process=True)
     except BuildFailed as failed:
         print(summary_table(failed.manifest))
         print(

@@ -26,22 +26,19 @@ SAMPLES = 20
 
 
 def _svg(fig) -> str:
-    import matplotlib.pyplot as plt
-
     buf = stdio.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight")
-    plt.close(fig)
     text = buf.getvalue()
     return text[text.index("<svg") :]
 
 
 def _figure(width: float = 6.0, height: float = 3.0):
-    import matplotlib
+    """A figure outside pyplot: no backend switch, no global figure registry to close, and
+    ~0.3 s less import on every build (the SVG is the same)."""
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt.subplots(figsize=(width, height))
+    fig = Figure(figsize=(width, height))
+    return fig, fig.subplots()
 
 
 def waterfall(manifest: dict[str, Any]) -> str:

@@ -22,6 +22,7 @@ from trajforge.generators.llm.factory import BackendConfig, build_client, model_
 from trajforge.generators.tooling import Domain
 from trajforge.pipelines.builders import Gates, RoleBuilders, build_gates, build_roles
 from trajforge.pipelines.config import BuildConfig
+from trajforge.pipelines.gc_tuning import tune_gc
 from trajforge.verifiers.protocol import FilterContext
 
 _LOCK = threading.Lock()
@@ -142,6 +143,8 @@ class StageResources:
 
     def setup(self) -> None:
         from trajforge.generators.domains import get_domain
+
+        tune_gc()  # a Beam worker process runs no CLI: its stages set the thresholds
 
         for name in self.config.domain_names:
             if name not in self.domains:

@@ -29,6 +29,7 @@ from trajforge.pipelines.transforms.routing import (
     StageCounters,
     dead_letter_for,
 )
+from trajforge.pipelines.transforms.text_file import WriteTextFile
 
 DIFFICULTY = "difficulty"
 
@@ -143,8 +144,5 @@ class WriteDifficulty(beam.PTransform):
             labelled
             | "Gather" >> beam.combiners.ToList()
             | "Summary" >> beam.Map(_summary_json, self.k)
-            | "Write"
-            >> beam.io.WriteToText(
-                io.join(self.run_dir, io.DIFFICULTY_FILE), num_shards=1, shard_name_template=""
-            )
+            | "Write" >> WriteTextFile(io.join(self.run_dir, io.DIFFICULTY_FILE))
         )

@@ -18,6 +18,7 @@ import apache_beam as beam
 
 from trajforge.pipelines import io
 from trajforge.pipelines.config import DiversityConfig
+from trajforge.pipelines.transforms.text_file import WriteTextFile
 from trajforge.schemas import Record, Trajectory
 
 
@@ -138,8 +139,5 @@ class Diversity(beam.PTransform):
                 self.with_embeddings,
                 self.domain_names,
             )
-            | "WriteDiversity"
-            >> beam.io.WriteToText(
-                io.join(self.run_dir, io.DIVERSITY_FILE), num_shards=1, shard_name_template=""
-            )
+            | "WriteDiversity" >> WriteTextFile(io.join(self.run_dir, io.DIVERSITY_FILE))
         )

@@ -19,6 +19,7 @@ from collections import Counter
 import apache_beam as beam
 
 from trajforge.pipelines import io
+from trajforge.pipelines.transforms.text_file import WriteTextFile
 from trajforge.schemas import Record
 
 #: Target uncompressed size of one JSON Lines shard.
@@ -109,8 +110,5 @@ class WriteShardedJsonl(beam.PTransform):
             | "WriteShard" >> beam.Map(write_shard, run_dir, sub)
             | "Summaries" >> beam.combiners.ToList()
             | "SummaryJson" >> beam.Map(summary_json)
-            | "WriteSummary"
-            >> beam.io.WriteToText(
-                io.join(run_dir, sub, io.JSONL_SUMMARY_FILE), num_shards=1, shard_name_template=""
-            )
+            | "WriteSummary" >> WriteTextFile(io.join(run_dir, sub, io.JSONL_SUMMARY_FILE))
         )

@@ -17,6 +17,7 @@ import apache_beam as beam
 
 from trajforge.pipelines import io, shards, splits
 from trajforge.pipelines.config import BuildConfig, NearDupConfig
+from trajforge.pipelines.transforms.text_file import WriteTextFile
 from trajforge.schemas import DatasetRecord, Trajectory
 
 
@@ -98,10 +99,7 @@ class WriteOutputs(beam.PTransform):
         (
             plan
             | "SplitsReport" >> beam.Map(plan_json, beam.pvalue.AsSingleton(keys))
-            | "WriteSplitsReport"
-            >> beam.io.WriteToText(
-                io.join(self.run_dir, io.SPLITS_FILE), num_shards=1, shard_name_template=""
-            )
+            | "WriteSplitsReport" >> WriteTextFile(io.join(self.run_dir, io.SPLITS_FILE))
         )
         plan_side = beam.pvalue.AsSingleton(plan)
         for output in self.outputs:
