@@ -26,6 +26,7 @@ from trajforge.generators.agent_voice import (
 )
 from trajforge.generators.entities import entity_tokens
 from trajforge.generators.phrasing import NO_PHRASING, Phrasing
+from trajforge.generators.replays import hash_after
 from trajforge.generators.tooling import Domain, ToolExecution, state_hash
 from trajforge.generators.values import leaf_strings, states_value
 from trajforge.generators.voice import UserVoice
@@ -67,7 +68,10 @@ def execute_skeleton(task: Task, domain: Domain) -> tuple[BaseModel, list[Skelet
                 "generation_failed", f"gold action {i} ({action.name}): {execution.observation}"
             )
         executed.append(SkeletonCall(call, execution))
-    if state_hash(state) != task.gold_final_hash:
+    # A plan that ends with a write dumped the final state for its diff: hash that dump.
+    last = executed[-1].execution if executed else None
+    final = hash_after(last, state) if last is not None and last.mutating else state_hash(state)
+    if final != task.gold_final_hash:
         raise Rejected("generation_failed", "gold plan does not reach task.gold_final_hash")
     return state, executed
 
