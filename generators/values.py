@@ -25,8 +25,11 @@ from typing import Any
 _WS = re.compile(r"\s+")
 
 
+@functools.lru_cache(maxsize=4096)
 def normalise(text: str) -> str:
-    """NFKC, lower case, collapsed whitespace: the form every comparison uses."""
+    """NFKC, lower case, collapsed whitespace: the form every comparison uses.
+
+    Cached: several filters normalise the same messages and tool outputs of a trajectory."""
     return _WS.sub(" ", unicodedata.normalize("NFKC", text)).strip().lower()
 
 
@@ -186,7 +189,11 @@ _AMOUNT = re.compile(
     r"(?<![\w.])\$?\d{1,3}(?:,\d{3})+(?:\.\d{2})?(?![\w])|(?<![\w.])\$?\d+\.\d{2}(?![\d])"
 )
 _TOKEN = re.compile(r"#?[A-Za-z0-9_][A-Za-z0-9_\-]*")
-_ASCII_DIGIT = re.compile(r"[0-9]")  # `_TOKEN` is ASCII, so this is `str.isdigit` there
+#: The `_TOKEN` matches that hold a digit, and only those: a token is a maximal run of
+#: `[A-Za-z0-9_-]`, so the lookahead sees exactly its own characters, and a run without a digit
+#: has no suffix with one (no token is skipped or split). Long tool outputs are mostly words:
+#: the regex skips them instead of a Python loop testing each one.
+_TOKEN_WITH_DIGIT = re.compile(r"#?(?=[A-Za-z0-9_\-]*[0-9])[A-Za-z0-9_][A-Za-z0-9_\-]*")
 # Short numbers, ranges and counted units are prose ("2 items", "3rd", "24h", "5-7 days"),
 # not facts to look up.
 _PROSE_NUMBER = re.compile(
@@ -222,8 +229,8 @@ def _extract_values(text: str) -> frozenset[str]:
         for m in pattern.finditer(rest):
             values.add(("amount:" if pattern is _AMOUNT else "") + key(m.group(0)))
         rest = pattern.sub(" ", rest)
-    for m in _TOKEN.finditer(rest):
-        token = m.group(0).strip("-_")
-        if _ASCII_DIGIT.search(token) and not _PROSE_NUMBER.match(token.lstrip("#")):
+    for token in _TOKEN_WITH_DIGIT.findall(rest):
+        token = token.strip("-_")  # strips no digit: the token still holds one
+        if not _PROSE_NUMBER.match(token.lstrip("#")):
             values.add(token.lower())
     return frozenset(values)
