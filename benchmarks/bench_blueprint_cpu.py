@@ -11,13 +11,16 @@ and times it with `time.process_time`. Two responders:
          acceptance checks run to the end.
 
 The digest of every trajectory's JSON is printed so two trees can be checked to produce the
-same trajectories.
+same trajectories. `--filters` also times, on the build's main thread's side, what a blueprint
+trajectory costs the shortcut stage there: `compute_signatures` and the default
+`quality.filters` (their verdicts go into the digest).
 
 Usage:
   python benchmarks/bench_blueprint_cpu.py --tasks 100
   python benchmarks/bench_blueprint_cpu.py --tasks 100 --responder draft
   python benchmarks/bench_blueprint_cpu.py --tasks 100 --compare 08fcb6d --repeats 3
   python benchmarks/bench_blueprint_cpu.py --tasks 100 --profile      # cProfile of the blueprints
+  python benchmarks/bench_blueprint_cpu.py --tasks 100 --filters --profile   # and of the filters
 """
 
 from __future__ import annotations
@@ -41,7 +44,10 @@ from trajforge.generators.llm.scripted import ScriptedLLM
 from trajforge.generators.personas import sample_persona
 from trajforge.generators.task_verification import verify_task
 from trajforge.generators.tooling import TaskRejected
-from trajforge.schemas import ChatRequest, Provenance, SamplingParams, Task, derive_seed
+from trajforge.schemas import ChatRequest, Provenance, SamplingParams, Task, Trajectory, derive_seed
+from trajforge.verifiers.filters import DEFAULT_FILTERS, build_filters
+from trajforge.verifiers.protocol import FilterContext, run_filter
+from trajforge.verifiers.signatures import compute_signatures
 
 PROVENANCE = Provenance(models={"agent": "stub-model"}, seeds={"build": 1})
 SAMPLING = SamplingParams(temperature=0.0, max_tokens=64)  # bench_build.py's sampling
@@ -85,6 +91,17 @@ async def blueprints(domain: RetailDomain, tasks: list[Task], responder: str) ->
     ]
 
 
+def shortcut_stage(domain: RetailDomain, trajectories: list[Trajectory]) -> list[str]:
+    """What the build's shortcut stage does per trajectory: signatures, then every filter."""
+    filters, context = build_filters(DEFAULT_FILTERS), FilterContext(domain=domain)
+    verdicts = []
+    for trajectory in trajectories:
+        signed = trajectory.model_copy(update={"signatures": compute_signatures(trajectory)})
+        results = [run_filter(flt, signed, context) for flt in filters]
+        verdicts.append(f"{signed.signatures} {[(r.passed, r.reason) for r in results]}")
+    return verdicts
+
+
 def compare(ref: str, extra: list[str], repeats: int) -> None:
     """Alternate runs on this tree and on `ref`; the fastest of each, and the digests."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -102,8 +119,11 @@ def compare(ref: str, extra: list[str], repeats: int) -> None:
             runs[label].append(out.stdout.strip())
             print(f"{label}: {runs[label][-1]}", flush=True)
     for label, lines in runs.items():
-        best = min(float(re.search(r"blueprint ([0-9.]+) ms", line)[1]) for line in lines)
-        print(f"{label}: fastest blueprint {best:.2f} ms per task")
+        for stage in ("blueprint", "filters"):
+            found = [re.search(rf"{stage} ([0-9.]+) ms", line) for line in lines]
+            if all(found):
+                best = min(float(m[1]) for m in found)
+                print(f"{label}: fastest {stage} {best:.2f} ms per task")
     digests = {re.search(r"digest (\w+)", line)[1] for lines in runs.values() for line in lines}
     print("trajectory digests agree" if len(digests) == 1 else f"digests DIFFER: {digests}")
 
@@ -114,12 +134,12 @@ def main() -> None:
     parser.add_argument("--responder", choices=sorted(RESPONDERS), default="stub")
     parser.add_argument("--compare", metavar="REF", help="also run commit REF, alternating")
     parser.add_argument("--repeats", type=int, default=3, help="runs per tree with --compare")
-    parser.add_argument("--profile", action="store_true", help="cProfile the blueprint runs")
+    parser.add_argument("--profile", action="store_true", help="cProfile the timed stages")
+    parser.add_argument("--filters", action="store_true", help="also time the shortcut stage")
     args = parser.parse_args()
     if args.compare:
-        compare(
-            args.compare, ["--tasks", str(args.tasks), "--responder", args.responder], args.repeats
-        )
+        extra = ["--tasks", str(args.tasks), "--responder", args.responder]
+        compare(args.compare, extra + (["--filters"] if args.filters else []), args.repeats)
         return
     domain = RetailDomain()
     tasks = tasks_of(domain, args.tasks)
@@ -134,9 +154,19 @@ def main() -> None:
     digest = hashlib.sha256()
     for trajectory in trajectories:
         digest.update(trajectory.model_dump_json().encode())
+    filters = ""
+    if args.filters:
+        started = time.process_time()
+        if profiler is not None:
+            profiler.enable()
+        verdicts = shortcut_stage(domain, trajectories)
+        if profiler is not None:
+            profiler.disable()
+        filters = f", filters {1000 * (time.process_time() - started) / len(tasks):.2f} ms"
+        digest.update("\n".join(verdicts).encode())
     print(
         f"{len(tasks)} tasks ({args.responder}): blueprint {1000 * spent / len(tasks):.2f} ms "
-        f"per task; trajectories digest {digest.hexdigest()[:16]}"
+        f"per task{filters}; trajectories digest {digest.hexdigest()[:16]}"
     )
     if profiler is not None:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(45)
