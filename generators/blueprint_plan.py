@@ -126,12 +126,17 @@ def info_slots(known_info: dict[str, str], calls: list[SkeletonCall]) -> list[in
     """
     slots: list[int] = []
     for label, value in known_info.items():
-        needing = [i for i, item in enumerate(calls) if needs_info(item.call, value)]
-        linked = [i for i, item in enumerate(calls) if _linked(item.call, label, value)]
-        if needing:
-            slots.append(needing[0])
-        elif linked:
-            slots.append(min(linked[0] + 1, len(calls)))
+        # Only the first needing (else linked) call counts: stop the scan there (pure checks).
+        needing = next((i for i, item in enumerate(calls) if needs_info(item.call, value)), None)
+        linked = None
+        if needing is None:
+            linked = next(
+                (i for i, item in enumerate(calls) if _linked(item.call, label, value)), None
+            )
+        if needing is not None:
+            slots.append(needing)
+        elif linked is not None:
+            slots.append(min(linked + 1, len(calls)))
         elif not slots:
             slots.append(0)
         else:

@@ -1,22 +1,31 @@
-"""The skeleton's final check hashes the last write's dump: the same verdict as hashing the state."""
+"""Skeleton and plan fast paths: the final check hashes the last write's dump (the same
+verdict as hashing the state); `info_slots` stops at the first matching call (the same slots)."""
 
 from __future__ import annotations
 
 import pytest
 
-from trajforge.generators.blueprint_plan import execute_skeleton
+from trajforge.generators.blueprint_plan import (
+    _linked,
+    _search_start,
+    _shows,
+    execute_skeleton,
+    info_slots,
+    needs_info,
+)
 from trajforge.generators.domains.retail.domain import RetailDomain
 from trajforge.generators.personas import sample_persona
 from trajforge.generators.tooling import TaskRejected, state_hash
 from trajforge.schemas import Rejected, derive_seed
 
 
-def _retail_tasks(domain: RetailDomain, count: int):
+def _retail_tasks(domain: RetailDomain, count: int, build: int = 7):
     tasks = []
     for index in range(count):
-        persona = sample_persona(derive_seed(7, index, "persona"))
+        persona = sample_persona(derive_seed(build, index, "persona"))
         try:
-            tasks.append(domain.synthesize_task(persona, derive_seed(7, index, "synthesize", 0)))
+            seed = derive_seed(build, index, "synthesize", 0)
+            tasks.append(domain.synthesize_task(persona, seed))
         except TaskRejected:
             continue
     return tasks
@@ -47,3 +56,35 @@ def test_a_wrong_final_hash_is_still_rejected(ending: str) -> None:
                 execute_skeleton(wrong, domain)
             return
     pytest.fail(f"no task whose plan ends with a {ending}")
+
+
+def _eager_slots(known_info: dict[str, str], calls) -> list[int]:
+    """`info_slots` as it was: every needing and linked call listed, then the first taken."""
+    slots: list[int] = []
+    for label, value in known_info.items():
+        needing = [i for i, item in enumerate(calls) if needs_info(item.call, value)]
+        linked = [i for i, item in enumerate(calls) if _linked(item.call, label, value)]
+        if needing:
+            slots.append(needing[0])
+        elif linked:
+            slots.append(min(linked[0] + 1, len(calls)))
+        elif not slots:
+            slots.append(0)
+        else:
+            after = slots[-1]
+            shown = [
+                i
+                for i in range(after, len(calls))
+                if not calls[i].execution.mutating and _shows(calls[i], value)
+            ]
+            slots.append(_search_start(calls, shown[0], after) if shown else after)
+    return slots
+
+
+def test_info_slots_stops_at_the_first_call_with_the_same_slots() -> None:
+    domain = RetailDomain()
+    for build in (7, 8):
+        for task in _retail_tasks(domain, 14, build):
+            _, calls = execute_skeleton(task, domain)
+            known = dict(task.scenario.known_info)
+            assert info_slots(known, calls) == _eager_slots(known, calls)
