@@ -26,6 +26,7 @@ from trajforge.generators.agent_voice import (
 )
 from trajforge.generators.entities import entity_tokens
 from trajforge.generators.phrasing import NO_PHRASING, Phrasing
+from trajforge.generators.replays import hash_after
 from trajforge.generators.tooling import Domain, ToolExecution, state_hash
 from trajforge.generators.values import leaf_strings, states_value
 from trajforge.generators.voice import UserVoice
@@ -67,7 +68,10 @@ def execute_skeleton(task: Task, domain: Domain) -> tuple[BaseModel, list[Skelet
                 "generation_failed", f"gold action {i} ({action.name}): {execution.observation}"
             )
         executed.append(SkeletonCall(call, execution))
-    if state_hash(state) != task.gold_final_hash:
+    # A plan that ends with a write dumped the final state for its diff: hash that dump.
+    last = executed[-1].execution if executed else None
+    final = hash_after(last, state) if last is not None and last.mutating else state_hash(state)
+    if final != task.gold_final_hash:
         raise Rejected("generation_failed", "gold plan does not reach task.gold_final_hash")
     return state, executed
 
@@ -122,12 +126,17 @@ def info_slots(known_info: dict[str, str], calls: list[SkeletonCall]) -> list[in
     """
     slots: list[int] = []
     for label, value in known_info.items():
-        needing = [i for i, item in enumerate(calls) if needs_info(item.call, value)]
-        linked = [i for i, item in enumerate(calls) if _linked(item.call, label, value)]
-        if needing:
-            slots.append(needing[0])
-        elif linked:
-            slots.append(min(linked[0] + 1, len(calls)))
+        # Only the first needing (else linked) call counts: stop the scan there (pure checks).
+        needing = next((i for i, item in enumerate(calls) if needs_info(item.call, value)), None)
+        linked = None
+        if needing is None:
+            linked = next(
+                (i for i, item in enumerate(calls) if _linked(item.call, label, value)), None
+            )
+        if needing is not None:
+            slots.append(needing)
+        elif linked is not None:
+            slots.append(min(linked + 1, len(calls)))
         elif not slots:
             slots.append(0)
         else:

@@ -39,6 +39,10 @@ def training_message(message: Message) -> Message | None:
     content = strip_control_tokens(message.content)
     if message.role == "user" and not content:
         return None
+    if content == message.content and message.name is None and (content or not message.tool_calls):
+        # Already as trainers get it: the rebuilt message would be equal (its content passes
+        # the idempotent sanitiser again), and exports rebuild every message of every row.
+        return message
     return Message(
         role=message.role,
         content=content if content or not message.tool_calls else None,

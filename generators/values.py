@@ -25,8 +25,11 @@ from typing import Any
 _WS = re.compile(r"\s+")
 
 
+@functools.lru_cache(maxsize=4096)
 def normalise(text: str) -> str:
-    """NFKC, lower case, collapsed whitespace: the form every comparison uses."""
+    """NFKC, lower case, collapsed whitespace: the form every comparison uses.
+
+    Cached: several filters normalise the same messages and tool outputs of a trajectory."""
     return _WS.sub(" ", unicodedata.normalize("NFKC", text)).strip().lower()
 
 
@@ -48,12 +51,13 @@ def leaf_strings(value: Any) -> Iterator[str]:
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 #: A number standing as a token of its own: not part of an id (`#A1001`) or a longer number.
 _WHOLE_NUMBER = re.compile(r"(?<![\w.,])(-?)\$?(\d[\d,]*(?:\.\d+)?)(?!\w|[.,]\d)")
+_PLAIN_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
 def as_number(text: str) -> Decimal | None:
     """The value of an amount-like string ("$1,054.20" -> 1054.20), or None if not a number."""
     cleaned = text.strip().lstrip("$").replace(",", "")
-    if not re.fullmatch(r"-?\d+(?:\.\d+)?", cleaned):
+    if not _PLAIN_NUMBER.fullmatch(cleaned):
         return None
     try:
         return Decimal(cleaned)
@@ -95,8 +99,30 @@ def mentions_value(text: str, value: str) -> bool:
         return True
     number = as_number(value)
     if number is not None:
-        return number in whole_numbers_in(text)
-    return re.search(rf"(?<!\w){re.escape(value)}(?!\w)", _squash(text)) is not None
+        return number in _whole_numbers(text)
+    return whole_token_in(value, _squash(text))
+
+
+def whole_token_in(token: str, text: str) -> bool:
+    r"""`re.search(rf"(?<!\w){re.escape(token)}(?!\w)", text)` without a regex per token.
+
+    The blueprint plan and the filters ask this of thousands of distinct values per build: a
+    pattern each overflowed `re`'s cache, so most calls compiled one. A word character is what
+    `\w` matches (`str.isalnum()` or `_`, checked over every code point in the tests).
+    """
+    start = text.find(token)
+    while start >= 0:
+        end = start + len(token)
+        if (start == 0 or not _is_word(text[start - 1])) and (
+            end == len(text) or not _is_word(text[end])
+        ):
+            return True
+        start = text.find(token, start + 1)
+    return False
+
+
+def _is_word(char: str) -> bool:
+    return char.isalnum() or char == "_"
 
 
 def states_value(text: str, token: str) -> bool:
@@ -105,8 +131,15 @@ def states_value(text: str, token: str) -> bool:
     return len(token.strip()) >= 2 and mentions_value(text, token)
 
 
+@functools.lru_cache(maxsize=4096)
 def _squash(text: str) -> str:
+    """Cached: the same tool outputs and known-info values are matched against many tokens."""
     return " ".join(text.lower().split())
+
+
+@functools.lru_cache(maxsize=4096)
+def _whole_numbers(text: str) -> frozenset[Decimal]:
+    return frozenset(whole_numbers_in(text))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -138,7 +171,13 @@ def is_grounded(token: str, facts: str) -> bool:
     if _squash(token) in _squash(facts):
         return True
     number = as_number(token)
-    return number is not None and number in numbers_in(facts)
+    return number is not None and number in _numbers(facts)
+
+
+@functools.lru_cache(maxsize=1024)
+def _numbers(facts: str) -> frozenset[Decimal]:
+    """Cached: one utterance's facts text is checked for each of its tokens."""
+    return frozenset(numbers_in(facts))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -150,6 +189,11 @@ _AMOUNT = re.compile(
     r"(?<![\w.])\$?\d{1,3}(?:,\d{3})+(?:\.\d{2})?(?![\w])|(?<![\w.])\$?\d+\.\d{2}(?![\d])"
 )
 _TOKEN = re.compile(r"#?[A-Za-z0-9_][A-Za-z0-9_\-]*")
+#: The `_TOKEN` matches that hold a digit, and only those: a token is a maximal run of
+#: `[A-Za-z0-9_-]`, so the lookahead sees exactly its own characters, and a run without a digit
+#: has no suffix with one (no token is skipped or split). Long tool outputs are mostly words:
+#: the regex skips them instead of a Python loop testing each one.
+_TOKEN_WITH_DIGIT = re.compile(r"#?(?=[A-Za-z0-9_\-]*[0-9])[A-Za-z0-9_][A-Za-z0-9_\-]*")
 # Short numbers, ranges and counted units are prose ("2 items", "3rd", "24h", "5-7 days"),
 # not facts to look up.
 _PROSE_NUMBER = re.compile(
@@ -175,7 +219,7 @@ def extract_values(text: str) -> set[str]:
     return set(_extract_values(text))  # a fresh set: callers add to it
 
 
-@functools.lru_cache(maxsize=2048)
+@functools.lru_cache(maxsize=8192)
 def _extract_values(text: str) -> frozenset[str]:
     """Several filters read the same messages (a tool output is evidence for the signatures,
     the hallucination and the grounding checks): each text is scanned once."""
@@ -185,8 +229,8 @@ def _extract_values(text: str) -> frozenset[str]:
         for m in pattern.finditer(rest):
             values.add(("amount:" if pattern is _AMOUNT else "") + key(m.group(0)))
         rest = pattern.sub(" ", rest)
-    for m in _TOKEN.finditer(rest):
-        token = m.group(0).strip("-_")
-        if any(c.isdigit() for c in token) and not _PROSE_NUMBER.match(token.lstrip("#")):
+    for token in _TOKEN_WITH_DIGIT.findall(rest):
+        token = token.strip("-_")  # strips no digit: the token still holds one
+        if not _PROSE_NUMBER.match(token.lstrip("#")):
             values.add(token.lower())
     return frozenset(values)

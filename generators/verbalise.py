@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from trajforge.generators.blueprint_plan import Utterance
 from trajforge.generators.entities import check_entities
@@ -99,15 +99,23 @@ class Verbaliser:
     cost: Cost = Cost()
     model_written: int = 0
     templated: int = 0
+    systems: dict[str, Message] = field(default_factory=dict)
 
     async def keep_draft(self, utterance: Utterance) -> str:
         self.templated += 1
         return utterance.draft
 
+    def _system(self, speaker: str) -> Message:
+        """The speaker's system message, built once per blueprint (the same for each of its
+        utterances)."""
+        if speaker not in self.systems:
+            persona = self.task.persona if speaker == "user" else None
+            prompt_text = verbaliser_system_prompt(persona, self.vocabulary)
+            self.systems[speaker] = Message(role="system", content=prompt_text)
+        return self.systems[speaker]
+
     async def write(self, index: int, utterance: Utterance, context: str) -> str:
-        persona = self.task.persona if utterance.speaker == "user" else None
-        prompt_text = verbaliser_system_prompt(persona, self.vocabulary)
-        system = Message(role="system", content=prompt_text)
+        system = self._system(utterance.speaker)
         prompt = verbaliser_user_prompt(utterance.draft, utterance.required, context)
         # Greedy decoding ignores the seed: a retry would repeat the same answer, so don't pay it.
         attempts = self.max_retries + 1 if self.sampling.temperature > 0 else 1
