@@ -217,6 +217,7 @@ def bench_one(
         "cpu_ms_per_task": round(1000 * cpu_s / spec.num_tasks, 1),
         **usage,
         "stub_max_in_flight": stats["max_in_flight"],
+        "stub_connections": stats.get("connections"),
         "stub_served_ms": stats["served_ms"],
         "accounting": manifest["accounting"],
     }

@@ -77,6 +77,9 @@ class StubStats:
     max_in_flight: int = 0
     by_outcome: Counter[str] = field(default_factory=Counter)
     served_ms: list[float] = field(default_factory=list)  # handler entry to response, per call
+    #: Client (host, port) pairs seen: how many TCP connections the clients opened (a client
+    #: that reuses keep-alive connections opens about as many as it keeps in flight).
+    peers: set[Any] = field(default_factory=set)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -86,6 +89,7 @@ class StubStats:
             "max_in_flight": self.max_in_flight,
             "by_outcome": dict(self.by_outcome),
             "served_ms": percentiles(self.served_ms),
+            "connections": len(self.peers),
         }
 
 
@@ -204,6 +208,9 @@ class StubApp:
         stats = self.stats
         entered = time.perf_counter()
         stats.requests += 1
+        stats.peers.add(
+            http_request.transport and http_request.transport.get_extra_info("peername")
+        )
         stats.in_flight += 1
         stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
         try:
