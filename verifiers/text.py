@@ -10,12 +10,19 @@ running `Evidence` of a speaker, and a conversation as one normalised text.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from collections.abc import Iterable
 from typing import Any
 
-from trajforge.generators.values import amount_key, extract_values, leaf_strings, normalise
+from trajforge.generators.values import (
+    amount_key,
+    extract_values,
+    leaf_strings,
+    normalise,
+    whole_token_in,
+)
 from trajforge.schemas import Message, Trajectory
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
@@ -58,19 +65,41 @@ class Evidence:
         if value.startswith("amount:"):
             return self._supports_amount(value.removeprefix("amount:"))
         # Whole-token occurrence: `w1234567` is supported by `#W1234567`, `#w123` is not.
-        pattern = re.compile(rf"(?<![\w]){re.escape(value)}(?![\w])")
-        return any(pattern.search(t) for t in self._texts)
+        return any(whole_token_in(value, t) for t in self._texts)
 
     def _supports_amount(self, key: str) -> bool:
         if key in self._numbers:
             return True
-        target = float(key)
         seen = [float(n) for n in self._numbers]
         if len(seen) > 400:  # keep the pairwise check bounded on very long conversations
             return False
+        return makes_by_two(float(key), seen)
+
+
+#: Beyond this magnitude float sums lose the cent, and the search below could miss a pair the
+#: plain pairwise check finds; such numbers (long ids read as numbers) take the plain check.
+_EXACT_BELOW = 1e9
+
+
+def makes_by_two(target: float, seen: list[float]) -> bool:
+    """`any(|a + b - target| < 0.005 or |a - b - target| < 0.005 for a, b in seen x seen)`,
+    in n log n instead of n^2: for each `a`, only the `b` within 0.006 of `target - a` or of
+    `a - target` can satisfy it (the extra 0.001 covers float rounding), found by bisection in
+    the sorted values, and each candidate is checked with the plain predicate."""
+    if abs(target) >= _EXACT_BELOW or any(abs(x) >= _EXACT_BELOW for x in seen):
         return any(
             abs(a + b - target) < 0.005 or abs(a - b - target) < 0.005 for a in seen for b in seen
         )
+    ordered = sorted(seen)
+    for a in seen:
+        for centre in (target - a, a - target):
+            i = bisect.bisect_left(ordered, centre - 0.006)
+            while i < len(ordered) and ordered[i] <= centre + 0.006:
+                b = ordered[i]
+                if abs(a + b - target) < 0.005 or abs(a - b - target) < 0.005:
+                    return True
+                i += 1
+    return False
 
 
 def message_text(message: Message) -> str:
