@@ -29,10 +29,8 @@ import argparse
 import asyncio
 import cProfile
 import hashlib
-import os
 import pstats
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -105,19 +103,9 @@ def shortcut_stage(domain: RetailDomain, trajectories: list[Trajectory]) -> list
 def compare(ref: str, extra: list[str], repeats: int) -> None:
     """Alternate runs on this tree and on `ref`; the fastest of each, and the digests."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_build import checkout  # the same extracted tree the build benchmark uses
+    from bench_build import alternate  # the same extracted trees the build benchmark uses
 
-    trees = {"this tree": None, ref: checkout(ref)}
-    runs: dict[str, list[str]] = {label: [] for label in trees}
-    for _ in range(repeats):
-        for label, shim in trees.items():
-            env = dict(os.environ)
-            if shim is not None:
-                env["PYTHONPATH"] = os.pathsep.join([str(shim), env.get("PYTHONPATH", "")])
-            command = [sys.executable, __file__, *extra]
-            out = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-            runs[label].append(out.stdout.strip())
-            print(f"{label}: {runs[label][-1]}", flush=True)
+    runs = alternate(__file__, extra, ref, repeats)
     for label, lines in runs.items():
         for stage in ("blueprint", "filters"):
             found = [re.search(rf"{stage} ([0-9.]+) ms", line) for line in lines]

@@ -176,6 +176,25 @@ def checkout(ref: str) -> Path:
     return shim.parent
 
 
+def alternate(script: str, argv: list[str], ref: str, repeats: int) -> dict[str, list[str]]:
+    """Run `script argv` on this tree and on commit `ref`, alternating, `repeats` times each
+    (so both see the same load); each run's stdout (stripped) per tree label, echoed as it
+    comes. The one-process benchmarks (`bench_synthesis.py`, `bench_blueprint_cpu.py`) compare
+    trees this way."""
+    trees = {"this tree": None, ref: checkout(ref)}
+    runs: dict[str, list[str]] = {label: [] for label in trees}
+    for _ in range(repeats):
+        for label, shim in trees.items():
+            env = dict(os.environ)
+            if shim is not None:
+                env["PYTHONPATH"] = os.pathsep.join([str(shim), env.get("PYTHONPATH", "")])
+            command = [sys.executable, script, *argv]
+            out = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+            runs[label].append(out.stdout.strip())
+            print(f"{label}: {runs[label][-1]}", flush=True)
+    return runs
+
+
 def bench_one(
     spec: BuildSpec, out_dir: Path, profile: bool = False, tree: Path | None = None
 ) -> dict[str, object]:

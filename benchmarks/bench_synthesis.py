@@ -21,9 +21,7 @@ from __future__ import annotations
 import argparse
 import gc
 import hashlib
-import os
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -51,19 +49,9 @@ def timed(spent: dict[str, float], stage: str, fn, *args):
 def compare(ref: str, tasks: int, repeats: int, extra: list[str]) -> None:
     """Alternate runs on this tree and on `ref`; the fastest synthesis of each, and digests."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_build import checkout  # the same extracted tree the build benchmark uses
+    from bench_build import alternate  # the same extracted trees the build benchmark uses
 
-    trees = {"this tree": None, ref: checkout(ref)}
-    runs: dict[str, list[str]] = {label: [] for label in trees}
-    for _ in range(repeats):
-        for label, shim in trees.items():
-            env = dict(os.environ)
-            if shim is not None:
-                env["PYTHONPATH"] = os.pathsep.join([str(shim), env.get("PYTHONPATH", "")])
-            command = [sys.executable, __file__, "--tasks", str(tasks), *extra]
-            out = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-            runs[label].append(out.stdout.strip())
-            print(f"{label}: {runs[label][-1]}", flush=True)
+    runs = alternate(__file__, ["--tasks", str(tasks), *extra], ref, repeats)
     for label, lines in runs.items():
         best = min(float(re.search(r"synthesize ([0-9.]+) ms", line)[1]) for line in lines)
         print(f"{label}: fastest synthesis {best:.2f} ms per task")
