@@ -26,8 +26,7 @@ from trajforge.generators.agent_voice import (
 )
 from trajforge.generators.entities import entity_tokens
 from trajforge.generators.phrasing import NO_PHRASING, Phrasing
-from trajforge.generators.replays import hash_after
-from trajforge.generators.tooling import Domain, ToolExecution, state_hash
+from trajforge.generators.tooling import Domain, LiveDump, ToolExecution
 from trajforge.generators.values import leaf_strings, states_value
 from trajforge.generators.voice import UserVoice
 from trajforge.schemas import Rejected, Task, ToolCall
@@ -59,19 +58,17 @@ PlanItem = Utterance | SkeletonCall
 def execute_skeleton(task: Task, domain: Domain) -> tuple[BaseModel, list[SkeletonCall]]:
     """Run the gold plan on a fresh state; refuse the task if any action fails or drifts."""
     state = domain.initial_state(task.initial_state)
+    live = LiveDump()  # one dump per state version: the writes' diffs and the final hash
     executed = []
     for i, action in enumerate(task.gold_actions):
         call = ToolCall(id=f"call_{i}", name=action.name, arguments=action.arguments)
-        execution = domain.toolbox.execute(state, call)
+        execution = live.execute(domain.toolbox, state, call)
         if execution.error is not None:
             raise Rejected(
                 "generation_failed", f"gold action {i} ({action.name}): {execution.observation}"
             )
         executed.append(SkeletonCall(call, execution))
-    # A plan that ends with a write dumped the final state for its diff: hash that dump.
-    last = executed[-1].execution if executed else None
-    final = hash_after(last, state) if last is not None and last.mutating else state_hash(state)
-    if final != task.gold_final_hash:
+    if live.state_hash(state) != task.gold_final_hash:
         raise Rejected("generation_failed", "gold plan does not reach task.gold_final_hash")
     return state, executed
 

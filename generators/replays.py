@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from trajforge.generators.tooling import Domain, LiveDump, Toolbox, ToolExecution, state_hash
+from trajforge.generators.tooling import Domain, LiveDump, Toolbox
 from trajforge.schemas import GoldAction, InitialState, ToolCall, content_hash
 
 #: Entries kept per process (~1 KB each). A batch runner finishes a stage for every element
@@ -34,7 +34,8 @@ class Replay:
     """What replaying calls on a fresh initial state gives.
 
     `final`: the state hash after the last call. `hashes`: the hash before any call, then after
-    each call (a read keeps the previous hash; the last entry is always a fresh hash), or None
+    each call (a read keeps the previous hash: read tools never mutate, which tests hold every
+    domain's to; the last entry equals `final`), or None
     when only the final hash was recorded (a rollout). `failed`: (index, observation) of the
     first call that returned an error, else None (also unknown when `hashes` is None).
     """
@@ -110,13 +111,6 @@ def gold_calls(actions: Iterable[GoldAction]) -> list[ToolCall]:
     ]
 
 
-def hash_after(execution: ToolExecution, state: BaseModel) -> str:
-    """The state hash after a call; a successful write already dumped the state for its diff."""
-    if execution.state_after is not None:
-        return content_hash(execution.state_after)
-    return state_hash(state)
-
-
 def run_replay(
     toolbox: Toolbox, state: BaseModel, calls: Sequence[ToolCall], prefixes: bool
 ) -> Replay:
@@ -125,9 +119,8 @@ def run_replay(
     live = LiveDump()  # one dump per state version, shared by the writes and the hashes
     hashes: list[str] = []
     if prefixes:
-        if LiveDump.SHARE:
+        if LiveDump.SHARE:  # the first write's "before" and the initial hash: one dump
             live.dumped = state.model_dump(mode="json")
-            live.initial_hash = content_hash(live.dumped)
         hashes.append(live.state_hash(state))
     failed = None
     for i, call in enumerate(calls):
@@ -135,7 +128,7 @@ def run_replay(
         if execution.error is not None and failed is None:
             failed = (i, execution.observation)
         if prefixes:  # a read never mutates (held to that by tests): it carries the hash
-            hashes.append(hash_after(execution, state) if execution.mutating else hashes[-1])
+            hashes.append(live.state_hash(state) if execution.mutating else hashes[-1])
     final = hashes[-1] if prefixes else live.state_hash(state)
     return Replay(final=final, hashes=tuple(hashes) if prefixes else None, failed=failed)
 
@@ -169,9 +162,18 @@ def replay_domain(
     return replay(domain.name, domain.toolbox, domain.initial_state, init, calls, prefixes)
 
 
+def recorded(domain: Domain, init: InitialState, calls: Sequence[ToolCall]) -> Replay | None:
+    """The memo's entry for these calls in `domain`'s world `init`, if this process has one."""
+    return MEMO.get(_domain_key(domain, init, calls))
+
+
 def remember_final(domain: Domain, init: InitialState, calls: Sequence[ToolCall], final: str):
     """Record a replay that a generator just performed live (the rollout's executed calls and
     the state hash it ended with), unless a fuller entry is already there."""
-    key = replay_key(world_of(domain.name, domain.toolbox, domain.initial_state), init, calls)
+    key = _domain_key(domain, init, calls)
     if MEMO.get(key) is None:
         MEMO.put(key, Replay(final=final))
+
+
+def _domain_key(domain: Domain, init: InitialState, calls: Sequence[ToolCall]) -> str:
+    return replay_key(world_of(domain.name, domain.toolbox, domain.initial_state), init, calls)

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from trajforge.generators.agent import AgentPolicy, AgentTurn
 from trajforge.generators.prompts import TRANSFER_TOKEN, agent_system_prompt
-from trajforge.generators.replays import MEMO, gold_calls, remember_final, replay_key, world_of
+from trajforge.generators.replays import gold_calls, recorded, remember_final
 from trajforge.generators.tooling import Domain, LiveDump, ToolExecution
 from trajforge.generators.user import UserSimulator
 from trajforge.schemas import (
@@ -133,8 +133,7 @@ def _known_initial_hash(domain: Domain, task: Task) -> str | None:
     """The task's initial state hash, when this process replayed its gold plan (synthesis and
     verification do, with a hash before the first call): a rollout that never ran a write
     ends on it without dumping the 76 KB world. Only read here, never sent to the agent."""
-    world = world_of(domain.name, domain.toolbox, domain.initial_state)
-    entry = MEMO.get(replay_key(world, task.initial_state, gold_calls(task.gold_actions)))
+    entry = recorded(domain, task.initial_state, gold_calls(task.gold_actions))
     return entry.hashes[0] if entry is not None and entry.hashes else None
 
 
