@@ -3,7 +3,7 @@
 A task's world is replayed by several stages: synthesis runs the gold plan to get its final
 hash, pre-rollout verification runs it again for the hash after every action, the rollout (or
 the blueprint skeleton) runs the agent's calls, and the outcome check runs both the agent's
-calls and the gold plan once more. Each replay rebuilds a 76 KB state and hashes it, which was
+calls and the gold plan once more. Each replay rebuilds a whole world state and hashes it, which was
 most of a build's CPU. The tools are deterministic, so a replay's result is a function of
 (domain, initial state, calls): `replay` computes it once and keeps it in a bounded per-process
 memo keyed by the content hash of exactly those inputs (tool name, arguments and parse error of

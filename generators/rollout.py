@@ -132,7 +132,7 @@ async def run_rollout(
 def _known_initial_hash(domain: Domain, task: Task) -> str | None:
     """The task's initial state hash, when this process replayed its gold plan (synthesis and
     verification do, with a hash before the first call): a rollout that never ran a write
-    ends on it without dumping the 76 KB world. Only read here, never sent to the agent."""
+    ends on it without dumping the whole world. Only read here, never sent to the agent."""
     entry = recorded(domain, task.initial_state, gold_calls(task.gold_actions))
     return entry.hashes[0] if entry is not None and entry.hashes else None
 

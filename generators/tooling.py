@@ -303,7 +303,7 @@ class Toolbox:
 class LiveDump:
     """The current dump of one live state that only `Toolbox.execute` mutates, kept across
     calls so that a write's "before" is the previous write's "after" and the final state hash
-    reads the last dump instead of dumping the 76 KB world again.
+    reads the last dump instead of dumping the whole world again.
 
     Why it stays current: a write hands back its `state_after` (a failed one the very dump it
     restored the state from, `_restore`), and a read tool never

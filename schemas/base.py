@@ -73,7 +73,7 @@ _WALK_BELOW = 2048
 
 
 def _fast_bytes(value: Any) -> bytes | None:
-    """Hashing a world state (76 KB of JSON) is the hottest serialisation of a build, so plain
+    """Hashing a world state (tens of KB of JSON) is the hottest serialisation of a build, so plain
     JSON data goes through orjson (~5x faster than the stdlib encoder) when its bytes are
     provably the stdlib's; None sends anything else to the reference encoder, so a value
     never has two canonical texts.

@@ -14,7 +14,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from trajforge.generators.domains.retail.world import address_data, generate_world
+from trajforge.generators.domains.retail.world import (
+    N_ORDERS,
+    N_PRODUCTS,
+    N_USERS,
+    address_data,
+    generate_world,
+)
 
 OrderStatus = Literal[
     "pending",
@@ -133,7 +139,7 @@ def random_address(rng: random.Random) -> Address:
 
 
 def generate_state(
-    seed: int, n_users: int = 30, n_products: int = 12, n_orders: int = 60
+    seed: int, n_users: int = N_USERS, n_products: int = N_PRODUCTS, n_orders: int = N_ORDERS
 ) -> RetailState:
     """A fresh, fictional retail world; the same arguments always give the same state."""
     return RetailState.model_validate(generate_world(seed, n_users, n_products, n_orders))

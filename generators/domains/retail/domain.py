@@ -56,7 +56,7 @@ class RetailDomain:
 
 @functools.lru_cache(maxsize=256)
 def _seeded_world(seed: int) -> dict:
-    """The generated world for a seed, as plain data (~0.23 MB). One task's stages rebuild its
+    """The generated world for a seed, as plain data (~45 KB as JSON). One task's stages rebuild its
     initial state many times (synthesis, verification, replay, rollout); validating this data
     costs ~1.5 ms, generating it again ~1.5. Fused local builds roll a task out right after its
     synthesis, so 256 seeds cover the tasks in flight; a miss regenerates the same world."""
