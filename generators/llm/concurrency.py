@@ -30,6 +30,8 @@ from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from trajforge.schemas import Rejected
+
 T = TypeVar("T")
 
 Work = Awaitable[T] | Callable[[], Awaitable[T]]
@@ -174,7 +176,8 @@ async def _run_captured(
         return Completed(
             key=key,
             error=exc,
-            traceback="".join(traceback.format_exception(exc)),
+            # A `Rejected` is an expected outcome routed without a traceback: none is formatted.
+            traceback="" if isinstance(exc, Rejected) else "".join(traceback.format_exception(exc)),
             latency_s=time.perf_counter() - start,
         )
     return Completed(key=key, result=result, latency_s=time.perf_counter() - start)

@@ -39,6 +39,15 @@ def silence_http_loggers() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
+def traceback_of(err: BaseException) -> str:
+    """The traceback a dead letter keeps; none for a `Rejected`, which becomes a rejection
+    without one. Formatting it read source lines for every rejected element (~1.5% of a
+    rollout build's CPU when the outcome check rejects most trajectories)."""
+    if isinstance(err, Rejected):
+        return ""
+    return "".join(traceback.format_exception(err))
+
+
 def record_id_of(element: Any) -> str:
     if isinstance(element, Record) and hasattr(element, "id"):
         return str(element.id)
@@ -135,7 +144,7 @@ class SyncStageFn(beam.DoFn):
         try:
             result, err, tb = self.logic(self.resources, element), None, ""
         except Exception as e:  # noqa: BLE001 - every failure is routed, never lost
-            result, err, tb = None, e, traceback.format_exc()
+            result, err, tb = None, e, traceback_of(e)
         yield route(self.stage, self.counters, element, result, err, tb)
 
     def finish_bundle(self):

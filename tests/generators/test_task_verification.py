@@ -233,3 +233,24 @@ def test_most_synthesized_tasks_pass(capsys):
     with capsys.disabled():
         print(f"\nretail task verification pass rate: {rate:.1%} {dict(reasons)}")
     assert rate >= 0.9, reasons
+
+
+def test_mentions_agrees_with_its_regex_definition():
+    """The str.find scan for ASCII text against the regex it replaced, on random texts made of
+    the characters that decide a match (word characters, '.', digits, case, spaces)."""
+    import random
+
+    from trajforge.generators.task_verification import _mentions, _mentions_regex
+
+    rng = random.Random(7)
+    alphabet = "aAbB01._ -#@"
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 14)))
+        constant = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 4)))
+        if rng.random() < 0.5 and text:  # often a constant that does occur in the text
+            i = rng.randrange(len(text))
+            constant = text[i : i + rng.randint(1, 4)].swapcase()
+        assert _mentions(text, constant) == _mentions_regex(text, constant), (text, constant)
+    assert _mentions("total 54.20 now", "54.20") and not _mentions("154.20", "54.20")
+    assert not _mentions("54.205", "54.20") and not _mentions("54.20.5", "54.20")
+    assert _mentions("order #W1 é", "#w1")  # non-ASCII text: the regex path
