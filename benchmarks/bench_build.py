@@ -12,7 +12,9 @@ each task count, one build with `max_in_flight` C, the response cache off and se
                  child, so neither the stub nor earlier builds count) / tasks; the marginal cost
                  between the smallest and the largest task count is printed too (imports and
                  pipeline construction cancel out);
-  peak RSS       ru_maxrss of the build process tree;
+  peak RSS       ru_maxrss (the largest process of the build) and, sampled every 0.25 s, the
+                 summed RSS of the whole process tree (several with multi-processing);
+  outputs        a digest of the kept, rejected and dead-letter rows (order-free).
   stub max in flight.
 
 Usage:
@@ -22,13 +24,13 @@ Usage:
   python benchmarks/bench_build.py --modes rollout --tasks 1,10 --compare 18249bd   # fixed cost
   python benchmarks/bench_build.py --compare 73223e8   # each build also on that commit, alternating
   python benchmarks/bench_build.py --beam "--direct_num_workers=2 --direct_running_mode=multi_processing"
+  python benchmarks/bench_build.py --beam "--direct_num_workers=1" --beam-compare   # with/without
 Writes benchmarks/results/build-<label>-<UTC time>.json.
 """
 
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import platform
@@ -42,6 +44,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from build_outputs import outputs_digest, trajectories_of, tree_rss_mb  # noqa: E402
 from stub_server import StubConfig, spawn_stub_process  # noqa: E402
 
 RESULTS = HERE / "results"
@@ -84,7 +87,9 @@ def run_child(
     command: list[str], log: Path, timeout_s: float = 3600, env: dict | None = None
 ) -> tuple[int, dict]:
     """Run `command`; its exit status and the CPU/RSS of that process tree alone (os.wait4
-    reports the child plus every descendant it waited for, nothing else of ours)."""
+    reports the child plus every descendant it waited for, nothing else of ours). The tree's
+    summed RSS is sampled every ~0.25 s (worker processes of a multi-process build)."""
+    tree_peak, polls = 0.0, 0
     with log.open("w") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + timeout_s
@@ -94,12 +99,16 @@ def run_child(
                 break
             if time.monotonic() > deadline:
                 process.kill()
+            if polls % 5 == 0:
+                tree_peak = max(tree_peak, tree_rss_mb(process.pid))
+            polls += 1
             time.sleep(0.05)
     process.returncode = os.waitstatus_to_exitcode(status)
     return process.returncode, {
         "cpu_user_s": round(usage.ru_utime, 3),
         "cpu_system_s": round(usage.ru_stime, 3),
-        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),  # Linux: kilobytes
+        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),  # Linux: kilobytes, largest process
+        "tree_rss_mb": round(tree_peak, 1),  # all processes of the build together, sampled
     }
 
 
@@ -127,23 +136,6 @@ def build_command(
     if profile_to is None:
         return [trajforge, *args]
     return [sys.executable, "-m", "cProfile", "-o", str(profile_to), trajforge, *args]
-
-
-def trajectories_of(run_dir: Path) -> list[dict]:
-    """Every trajectory the build produced (kept rows and rejections after generation)."""
-    import pyarrow.parquet as pq
-
-    out = []
-    for path in sorted(glob.glob(str(run_dir / "data" / "*.parquet"))):
-        out += [
-            json.loads(t) for t in pq.read_table(path, columns=["trajectory_json"])[0].to_pylist()
-        ]
-    for path in sorted(glob.glob(str(run_dir / "rejected" / "*.jsonl"))):
-        for line in Path(path).read_text().splitlines():
-            payload = json.loads(json.loads(line)["payload_json"])
-            if "messages" in payload:
-                out.append(payload)
-    return out
 
 
 def longest_chain(spec: BuildSpec, trajectories: list[dict], max_retries: int = 1) -> int:
@@ -239,6 +231,8 @@ def bench_one(
         "stub_connections": stats.get("connections"),
         "stub_served_ms": stats["served_ms"],
         "accounting": manifest["accounting"],
+        "local_processes": manifest.get("local_processes"),
+        "outputs": outputs_digest(out_dir / "run"),
     }
     if profile_to is not None:
         row["profile"] = str(profile_to)
@@ -269,16 +263,18 @@ def marginal_cpu(rows: list[dict]) -> dict[str, float]:
     return out
 
 
-def ratios(rows: list[dict], ref: str) -> list[dict]:
-    """HEAD against `ref` for each build of the same repeat (the two ran back to back)."""
+def ratios(rows: list[dict], ref: str, new: str = "HEAD") -> list[dict]:
+    """`new` against `ref` for each build of the same repeat (the two ran back to back): CPU
+    and wall speed-ups, efficiencies, and whether both wrote the same rows."""
     out = []
     for row in rows:
-        if row["tree"] != "HEAD" or "cpu_s" not in row:
+        if row["tree"] != new or "cpu_s" not in row:
             continue
+        key = (row["spec"]["mode"], row["spec"]["num_tasks"], row["repeat"])
         twin = [
             r
             for r in rows
-            if r["tree"] == ref and r["spec"] == row["spec"] and r["repeat"] == row["repeat"]
+            if r["tree"] == ref and (r["spec"]["mode"], r["spec"]["num_tasks"], r["repeat"]) == key
         ]
         if twin and "cpu_s" in twin[0]:
             old = twin[0]
@@ -290,9 +286,11 @@ def ratios(rows: list[dict], ref: str) -> list[dict]:
                 "cpu_speedup": round(old["cpu_s"] / row["cpu_s"], 2),
                 "wall_speedup": round(old["wall_s"] / row["wall_s"], 2),
                 "efficiency": [old["efficiency"], row["efficiency"]],
+                "tree_rss_mb": [old.get("tree_rss_mb"), row.get("tree_rss_mb")],
+                "outputs_identical": old.get("outputs") == row.get("outputs"),
             }
             out.append(item)
-            print(f"{ref} -> HEAD: {json.dumps(item)}")
+            print(f"{ref} -> {new}: {json.dumps(item)}")
     return out
 
 
@@ -305,14 +303,15 @@ def print_row(row: dict) -> None:
     print(
         f"{tree:<9}{spec['mode']:<10}{spec['num_tasks']:>6}{row['wall_s']:>8.1f}{row['llm_calls']:>7}"
         f"{row['calls_per_s']:>8.1f}{row['efficiency']:>6.2f}{row['efficiency_vs_bound']:>7.2f}"
-        f"{row['cpu_ms_per_task']:>8.1f}{row['peak_rss_mb']:>8.0f}{row['stub_max_in_flight']:>6}",
+        f"{row['cpu_ms_per_task']:>8.1f}{row['peak_rss_mb']:>8.0f}{row['tree_rss_mb']:>8.0f}"
+        f"{row['stub_max_in_flight']:>6}  {row['outputs']['kept'][:8]}",
         flush=True,
     )
 
 
 HEADER = (
     f"{'tree':<9}{'mode':<10}{'tasks':>6}{'wall s':>8}{'calls':>7}{'calls/s':>8}{'eff':>6}{'eff(b)':>7}"
-    f"{'cpu ms':>8}{'rss MB':>8}{'stub':>6}"
+    f"{'cpu ms':>8}{'rss MB':>8}{'tree MB':>8}{'stub':>6}  kept rows"
 )
 
 
@@ -332,6 +331,12 @@ def main() -> None:
         help="Beam options for every build, space-separated, e.g. "
         "'--direct_num_workers=2 --direct_running_mode=multi_processing'",
     )
+    parser.add_argument(
+        "--beam-compare",
+        action="store_true",
+        help="run each build twice, alternating: without Beam options (tree '1proc') and with "
+        "--beam (tree 'beam'); reports their ratios and whether the outputs are identical",
+    )
     parser.add_argument("--label", default="run", help="tag in the results file name")
     parser.add_argument(
         "--compare", default=None, help="git ref: run each build on it too, alternating"
@@ -348,24 +353,28 @@ def main() -> None:
             "load_average_at_start": os.getloadavg(),
         },
     }
-    trees: dict[str, Path | None] = {"HEAD": None}
+    beam_args = tuple(args.beam.split())
+    # (label, tree to import, Beam options): the builds of one spec run back to back.
+    variants: list[tuple[str, Path | None, tuple[str, ...]]] = [("HEAD", None, beam_args)]
     if args.compare:
-        trees[args.compare] = checkout(args.compare)
+        variants.append((args.compare, checkout(args.compare), beam_args))
+    if args.beam_compare:
+        variants = [("beam", None, beam_args), ("1proc", None, ())]
     rows = []
     print(HEADER)
     for repeat in range(args.repeats):
         for mode in args.modes.split(","):
             for num_tasks in (int(n) for n in args.tasks.split(",")):
-                spec = BuildSpec(
-                    mode=mode,
-                    num_tasks=num_tasks,
-                    latency_ms=args.latency_ms,
-                    concurrency=args.concurrency,
-                    max_turns=args.max_turns,
-                    semantic=args.semantic,
-                    beam_args=tuple(args.beam.split()),
-                )
-                for name, tree in trees.items():
+                for name, tree, options in variants:
+                    spec = BuildSpec(
+                        mode=mode,
+                        num_tasks=num_tasks,
+                        latency_ms=args.latency_ms,
+                        concurrency=args.concurrency,
+                        max_turns=args.max_turns,
+                        semantic=args.semantic,
+                        beam_args=options,
+                    )
                     out = work / f"{name}-{mode}-{num_tasks}-r{repeat}"
                     row = bench_one(spec, out, args.profile, tree)
                     row.update(repeat=repeat, tree=name)
@@ -373,10 +382,10 @@ def main() -> None:
                     print_row(row)
     report["builds"] = rows
     report["marginal_cpu_ms_per_task"] = {
-        name: marginal_cpu([r for r in rows if r["tree"] == name]) for name in trees
+        name: marginal_cpu([r for r in rows if r["tree"] == name]) for name, _, _ in variants
     }
-    if args.compare:
-        report["ratios"] = ratios(rows, args.compare)
+    if len(variants) == 2:  # the second variant is the reference
+        report["ratios"] = ratios(rows, variants[1][0], variants[0][0])
     report["load_average_at_end"] = os.getloadavg()
     print(f"marginal CPU ms per task: {report['marginal_cpu_ms_per_task']}")
     out = RESULTS / f"build-{args.label}-{stamp}.json"

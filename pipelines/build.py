@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import os
 import platform
 import time
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from trajforge.pipelines.card import dataset_card
 from trajforge.pipelines.config import BuildConfig, FailureConfig
 from trajforge.pipelines.gc_tuning import freeze_startup
 from trajforge.pipelines.preflight import LOCAL_RUNNERS
+from trajforge.pipelines.processes import ProcessPlan, plan_processes
 from trajforge.pipelines.report import write_report
 from trajforge.pipelines.resources import StageResources, per_process
 from trajforge.pipelines.transforms.attempts import (
@@ -292,30 +292,26 @@ def make_manifest(
     }
 
 
-def local_processes(options: PipelineOptions) -> int:
-    """Worker processes of a local multi-process run (`--direct_running_mode=multi_processing
-    --direct_num_workers=N`, N=0 meaning one per core); 1 otherwise (threads share a process)."""
-    opts = options.get_all_options()
-    if opts.get("direct_running_mode") != "multi_processing":
-        return 1
-    workers = opts.get("direct_num_workers") or 0
-    return max(1, workers if workers > 0 else (os.cpu_count() or 1))
-
-
 def run_build(
-    config: BuildConfig, run_dir: str, beam_args: list[str], owns_process: bool = False
+    config: BuildConfig,
+    run_dir: str,
+    beam_args: list[str],
+    owns_process: bool = False,
+    plan: ProcessPlan | None = None,
 ) -> BuildResult:
     """Run the pipeline into `run_dir` (prepared by the caller), then manifest + success marker.
     `owns_process`: the build is all this process does (the CLI), so start-up's objects may be
     frozen out of the garbage collector (`gc_tuning.freeze_startup`); a library caller keeps
-    its collector as it is."""
+    its collector as it is. `plan`: the local worker processes (decided from the config and
+    `beam_args` when not given; the CLI decides first to print the decision)."""
     started = time.monotonic()
-    options = PipelineOptions(beam_args)
+    plan = plan or plan_processes(config, beam_args)
+    options = PipelineOptions(list(plan.beam_args))
     runner = options.get_all_options().get("runner") or "FnApiRunner"
     io.write_text(io.join(run_dir, "config.json"), canonical_json(config.model_dump(mode="json")))
     p = beam.Pipeline(options=options)
     rebalance = runner not in LOCAL_RUNNERS
-    build_pipeline(p, config, run_dir, rebalance, processes=local_processes(options))
+    build_pipeline(p, config, run_dir, rebalance, processes=plan.processes)
     if owns_process:  # modules and the graph live to the end: out of every full collection
         freeze_startup()
     result = p.run()
@@ -328,6 +324,7 @@ def run_build(
     outputs = io.count_outputs(run_dir)
     manifest = make_manifest(config, counters, outputs, time.monotonic() - started, runner)
     manifest["dedup_scale"] = scale_report(result)
+    manifest["local_processes"] = plan.model_dump(mode="json", exclude={"beam_args"})
     for key, name in (
         ("diversity", io.DIVERSITY_FILE),
         ("splits", io.SPLITS_FILE),

@@ -166,6 +166,9 @@ def summary_table(manifest: dict) -> str:
         f"({_retries(manifest)})",
         f"{'wall time (s)':<44}{manifest['wall_time_s']:>8.1f}",
     ]
+    plan = manifest.get("local_processes")
+    if plan:  # absent from manifests of earlier builds
+        lines.append(f"{'local processes (' + plan['source'] + ')':<44}{plan['processes']:>8}")
     return "\n".join(lines)
 
 
@@ -191,6 +194,7 @@ def cmd_build(args: argparse.Namespace, beam_args: list[str]) -> int:
     from trajforge.pipelines.build import BuildFailed, run_build
     from trajforge.pipelines.gc_tuning import tune_gc
     from trajforge.pipelines.preflight import preflight
+    from trajforge.pipelines.processes import plan_processes
     from trajforge.pipelines.progress import ProgressReporter
     from trajforge.pipelines.requirements import missing_requirements
     from trajforge.pipelines.run_dir import prepare_run_dir, record_entries
@@ -214,6 +218,8 @@ def cmd_build(args: argparse.Namespace, beam_args: list[str]) -> int:
     preflight(config, output, beam_args, _our_flags("build"))
     prepare_run_dir(output, config.config_hash(), args.resume, args.overwrite, args.clear_cache)
     beam_args = with_default_runner(beam_args)
+    plan = plan_processes(config, beam_args)  # before the build, so the decision is seen
+    print(plan.line(), flush=True)
     local = "://" not in output
     try:
         with ProgressReporter(
@@ -222,7 +228,7 @@ def cmd_build(args: argparse.Namespace, beam_args: list[str]) -> int:
             enabled=local and not args.no_progress,
             attempts=config.rollout.attempts,
         ):
-            result = run_build(config, output, beam_args, owns_process=True)
+            result = run_build(config, output, beam_args, owns_process=True, plan=plan)
     except BuildFailed as failed:
         print(summary_table(failed.manifest))
         print(

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from trajforge.generators.llm.factory import BackendConfig
 from trajforge.generators.llm.guard import TextLimits
+from trajforge.pipelines.processes import RunnerConfig
 from trajforge.schemas import SamplingParams, canonical_json, content_hash, derive_seed
 from trajforge.verifiers.filters import DEFAULT_FILTERS, FilterSpec, build_filters, unique_names
 from trajforge.verifiers.judge import JudgeConfig
@@ -262,6 +263,7 @@ class BuildConfig(_Config):
     quality: QualityConfig = QualityConfig()
     limits: TextLimits = TextLimits()  # size bounds on LLM replies and tool arguments
     failure: FailureConfig = FailureConfig()
+    runner: RunnerConfig = RunnerConfig()  # scheduling only: not hashed
 
     @field_validator("domain")
     @classmethod
@@ -325,7 +327,8 @@ class BuildConfig(_Config):
         return weights[-1][0]
 
     def config_hash(self) -> str:
-        return content_hash(self.model_dump(mode="json"), 16)
+        """Of what decides the rows; `runner` (how many processes) does not."""
+        return content_hash(self.model_dump(mode="json", exclude={"runner"}), 16)
 
     def canonical(self) -> str:
         return canonical_json(self.model_dump(mode="json"))

@@ -173,7 +173,14 @@ class StageResources:
         return self.contexts[name]
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"config": self.config, "run_dir": self.run_dir, "needs_llm": self.needs_llm}
+        # `processes` travels to the worker: each worker process takes only its share of the
+        # endpoint limit.
+        return {
+            "config": self.config,
+            "run_dir": self.run_dir,
+            "needs_llm": self.needs_llm,
+            "processes": self.processes,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(**state)

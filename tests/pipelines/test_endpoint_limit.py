@@ -80,15 +80,13 @@ def test_calls_from_every_stage_count_against_the_one_limit():
 
 
 def test_local_worker_processes_share_the_endpoint_limit():
-    from apache_beam.options.pipeline_options import PipelineOptions
-
-    from trajforge.pipelines.build import local_processes
+    from trajforge.pipelines.processes import processes_of
 
     cfg = config(max_in_flight=64, max_calls_in_flight=33)
     assert limiter(_build_role_clients(cfg, None, processes=2).agent).limit == 17  # rounded up
     assert limiter(_build_role_clients(cfg, None, processes=64).agent).limit == 1
     multi = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
-    assert local_processes(PipelineOptions(multi)) == 2
+    assert processes_of(multi) == 2
     for args in ([], ["--direct_num_workers=2"], ["--direct_running_mode=multi_threading"]):
-        assert local_processes(PipelineOptions(args)) == 1  # threads share one process
+        assert processes_of(args) == 1  # threads share one process
     assert cfg.concurrency.calls_limit == 33  # the config (and its hash) keep what was written
