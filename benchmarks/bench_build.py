@@ -24,7 +24,7 @@ Usage:
   python benchmarks/bench_build.py --modes rollout --tasks 1,10 --compare 18249bd   # fixed cost
   python benchmarks/bench_build.py --compare 73223e8   # each build also on that commit, alternating
   python benchmarks/bench_build.py --beam "--direct_num_workers=2 --direct_running_mode=multi_processing"
-  python benchmarks/bench_build.py --beam "--direct_num_workers=1" --beam-compare   # with/without
+  python benchmarks/bench_build.py --modes rollout --beam-compare   # runner.local_processes auto vs 1
 Writes benchmarks/results/build-<label>-<UTC time>.json.
 """
 
@@ -334,8 +334,9 @@ def main() -> None:
     parser.add_argument(
         "--beam-compare",
         action="store_true",
-        help="run each build twice, alternating: without Beam options (tree '1proc') and with "
-        "--beam (tree 'beam'); reports their ratios and whether the outputs are identical",
+        help="run each build twice, alternating: in one process (tree '1proc') and with --beam "
+        "(tree 'beam'; without --beam, 'auto': runner.local_processes decides); reports their "
+        "ratios and whether the outputs are identical",
     )
     parser.add_argument("--label", default="run", help="tag in the results file name")
     parser.add_argument(
@@ -358,8 +359,9 @@ def main() -> None:
     variants: list[tuple[str, Path | None, tuple[str, ...]]] = [("HEAD", None, beam_args)]
     if args.compare:
         variants.append((args.compare, checkout(args.compare), beam_args))
-    if args.beam_compare:
-        variants = [("beam", None, beam_args), ("1proc", None, ())]
+    if args.beam_compare:  # one process forced by a flag (a build chooses by itself otherwise)
+        one = ("--direct_running_mode=in_memory",)
+        variants = [("beam" if beam_args else "auto", None, beam_args), ("1proc", None, one)]
     rows = []
     print(HEADER)
     for repeat in range(args.repeats):
