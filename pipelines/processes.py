@@ -14,7 +14,9 @@ are divided between the processes (`resources.per_process`), so the rows are the
   would be loaded once per process, multiplying memory (and a GPU would be shared);
 - `num_tasks` reaches AUTO_MIN_TASKS (each worker process imports and sets up the stages,
   a few seconds of CPU that a small build does not win back);
-- more than one core is available to this process (`os.sched_getaffinity`);
+- more than one core is available to this process (`os.sched_getaffinity`) and idle (the
+  1-minute load average leaves at least half a core for each extra process: on a shared
+  machine a second process only adds its start-up and transfer CPU);
 - each process keeps at least MIN_IN_FLIGHT_PER_PROCESS elements in flight.
 """
 
@@ -30,9 +32,10 @@ if TYPE_CHECKING:
 
 #: Runners that honour `--direct_running_mode` / `--direct_num_workers`.
 MULTI_PROCESS_RUNNERS = ("FnApiRunner", "DirectRunner")
-#: Measured (benchmarks/README.md, "Fourth round: processes"): below this, worker start-up
-#: costs more than the second core gives back.
-AUTO_MIN_TASKS = 200
+#: Measured (benchmarks/README.md, "Fourth round: processes"): each worker process costs ~3 s
+#: of CPU to start and ~1.5 ms per task to exchange elements; at 400 tasks that outweighs the
+#: second core, at 1,600 it does not.
+AUTO_MIN_TASKS = 1000
 #: A process with fewer elements in flight leaves the endpoint idle while it computes.
 MIN_IN_FLIGHT_PER_PROCESS = 16
 MODE_FLAG = "--direct_running_mode"
@@ -116,8 +119,19 @@ def in_process_roles(config: BuildConfig) -> list[str]:
     return [f"{role} ({cfg.kind})" for role, cfg in bound.items() if cfg.kind != "openai"]
 
 
-def auto_processes(config: BuildConfig, cores: int) -> tuple[int, str]:
-    """`auto`: the number of processes and why (see the module docstring)."""
+def idle_cores(cores: int, load: float | None = None) -> int:
+    """Cores not busy now: `cores` less the 1-minute load average, rounded to nearest."""
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except OSError:  # not available: assume an idle machine
+            load = 0.0
+    return max(0, min(cores, round(cores - load)))
+
+
+def auto_processes(config: BuildConfig, cores: int, idle: int) -> tuple[int, str]:
+    """`auto`: the number of processes and why (see the module docstring); `idle` of the
+    `cores` are not busy with other work."""
     local = in_process_roles(config)
     if local:
         return 1, f"roles {', '.join(local)} are not HTTP endpoints (one model per process)"
@@ -125,20 +139,28 @@ def auto_processes(config: BuildConfig, cores: int) -> tuple[int, str]:
         return 1, f"num_tasks {config.num_tasks} < {AUTO_MIN_TASKS} (start-up would not pay)"
     if cores < 2:
         return 1, "one core available"
+    if idle < 2:
+        return 1, f"{cores} cores but {idle} idle (load average): a second process would wait"
     by_flight = config.concurrency.max_in_flight // MIN_IN_FLIGHT_PER_PROCESS
-    processes = max(1, min(cores, by_flight))
+    processes = max(1, min(idle, by_flight))
     if processes < 2:
         return 1, (
             f"concurrency.max_in_flight {config.concurrency.max_in_flight} < "
             f"{2 * MIN_IN_FLIGHT_PER_PROCESS} (too few in flight to split)"
         )
-    return processes, f"{cores} cores, {config.num_tasks} tasks, all roles over HTTP"
+    return processes, (
+        f"{idle} of {cores} cores idle, {config.num_tasks} tasks, all roles over HTTP"
+    )
 
 
 def plan_processes(
-    config: BuildConfig, beam_args: list[str] | tuple[str, ...], cores: int | None = None
+    config: BuildConfig,
+    beam_args: list[str] | tuple[str, ...],
+    cores: int | None = None,
+    load: float | None = None,
 ) -> ProcessPlan:
-    """The worker processes of this build and the Beam options that run them."""
+    """The worker processes of this build and the Beam options that run them (`cores` and
+    the 1-minute `load` average: this machine's unless given)."""
     args = tuple(beam_args)
     runner = runner_of(args)
     if given_flags(args):
@@ -157,7 +179,8 @@ def plan_processes(
         )
     wanted = config.runner.local_processes
     if wanted == "auto":
-        processes, reason = auto_processes(config, cores or available_cores())
+        cores = cores or available_cores()
+        processes, reason = auto_processes(config, cores, idle_cores(cores, load))
         source: Literal["config", "auto"] = "auto"
     else:
         processes, reason, source = wanted, f"runner.local_processes: {wanted}", "config"

@@ -24,10 +24,16 @@ def config(num_tasks: int = 1600, agent: dict | None = None, **extra) -> BuildCo
 
 
 def test_auto_uses_every_core_for_a_large_http_build():
-    plan = plan_processes(config(), ["--runner=FnApiRunner"], cores=2)
+    plan = plan_processes(config(), ["--runner=FnApiRunner"], cores=2, load=0.1)
     assert (plan.processes, plan.source) == (2, "auto")
     assert plan.beam_args == ("--runner=FnApiRunner", *MULTI)
-    assert "2 cores" in plan.line()
+    assert "2 of 2 cores idle" in plan.line()
+
+
+def test_auto_leaves_a_busy_machine_to_one_process():
+    plan = plan_processes(config(), [], cores=2, load=1.2)  # one core busy with other work
+    assert plan.processes == 1 and "1 idle" in plan.reason
+    assert plan_processes(config(), [], cores=8, load=5.0).processes == 3
 
 
 @pytest.mark.parametrize(
@@ -47,36 +53,38 @@ def test_auto_uses_every_core_for_a_large_http_build():
     ],
 )
 def test_auto_stays_in_one_process_where_it_does_not_pay(cfg, cores, why):
-    plan = plan_processes(cfg, ["--runner=FnApiRunner"], cores=cores)
+    plan = plan_processes(cfg, ["--runner=FnApiRunner"], cores=cores, load=0.0)
     assert plan.processes == 1 and why in plan.reason
     assert plan.beam_args == ("--runner=FnApiRunner",)  # nothing added
 
 
 def test_auto_keeps_enough_in_flight_per_process():
-    plan = plan_processes(config(concurrency={"max_in_flight": 64}), [], cores=16)
+    plan = plan_processes(config(concurrency={"max_in_flight": 64}), [], cores=16, load=0.0)
     assert plan.processes == 4  # 64 / 16 in flight each, not one per core
 
 
 def test_never_for_remote_runners():
     args = ["--runner=DataflowRunner", "--project=p"]
-    plan = plan_processes(config(runner={"local_processes": 4}), args, cores=8)
+    plan = plan_processes(config(runner={"local_processes": 4}), args, cores=8, load=0.0)
     assert plan.processes == 1 and "DataflowRunner" in plan.reason
     assert plan.beam_args == tuple(args)
 
 
 def test_command_line_flags_win_over_the_config():
     one = ["--runner=FnApiRunner", "--direct_running_mode=in_memory"]
-    plan = plan_processes(config(), one, cores=2)
+    plan = plan_processes(config(), one, cores=2, load=0.1)
     assert (plan.processes, plan.source, plan.beam_args) == (1, "flags", tuple(one))
-    plan = plan_processes(config(runner={"local_processes": 1}), list(MULTI), cores=2)
+    plan = plan_processes(config(runner={"local_processes": 1}), list(MULTI), cores=2, load=0.1)
     assert (plan.processes, plan.source) == (2, "flags")
 
 
 def test_a_number_in_the_config_is_used_as_given():
-    plan = plan_processes(config(num_tasks=10, runner={"local_processes": 3}), [], cores=2)
+    plan = plan_processes(
+        config(num_tasks=10, runner={"local_processes": 3}), [], cores=2, load=0.1
+    )
     assert (plan.processes, plan.source) == (3, "config")
     assert plan.beam_args[-1] == "--direct_num_workers=3"
-    plan = plan_processes(config(runner={"local_processes": 1}), [], cores=2)
+    plan = plan_processes(config(runner={"local_processes": 1}), [], cores=2, load=0.1)
     assert (plan.processes, plan.beam_args) == (1, ())
 
 
