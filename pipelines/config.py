@@ -52,12 +52,12 @@ class BlueprintConfig(_Config):
 
 
 class ConcurrencyConfig(_Config):
-    """Per worker process. `max_in_flight`: elements (trajectories, judgements) each async stage
-    keeps in flight. `max_calls_in_flight`: requests in flight at each endpoint, one limit for
-    every stage and role bound to that backend (no-tool baseline, generation and judge share
-    the agent's when they use its backend); defaults to `max_in_flight`. An endpoint sees at
-    most workers x processes per worker x `max_calls_in_flight` requests (README "Run on
-    Dataflow": sizing it)."""
+    """Per Beam process (N local processes split them, 1/N each). `max_in_flight`: elements
+    (trajectories, judgements) each async stage keeps in flight. `max_calls_in_flight`:
+    requests in flight at each endpoint, one limit for every stage and role bound to that
+    backend (no-tool baseline, generation and judge share the agent's when they use its
+    backend); defaults to `max_in_flight`. On Dataflow an endpoint sees at most workers x
+    processes per worker x `max_calls_in_flight` requests (README "Sizing concurrency")."""
 
     max_in_flight: int = Field(default=64, ge=1, le=4096)
     max_calls_in_flight: int | None = Field(default=None, ge=1, le=4096)
