@@ -36,3 +36,48 @@ def test_marginal_cpu_cancels_the_fixed_cost():
         {"spec": {"mode": "rollout", "num_tasks": 1600}, "cpu_s": 34.0},
     ]
     assert marginal_cpu(rows) == {"rollout": 20.0}
+
+
+def test_ratios_pair_the_builds_of_one_spec_and_compare_their_outputs():
+    from bench_build import ratios
+
+    def row(tree: str, cpu_s: float, kept: str) -> dict:
+        spec = {"mode": "rollout", "num_tasks": 400, "beam_args": [] if tree == "1proc" else ["x"]}
+        return {
+            "tree": tree,
+            "repeat": 0,
+            "spec": spec,
+            "cpu_s": cpu_s,
+            "cpu_ms_per_task": cpu_s * 2.5,
+            "wall_s": cpu_s,
+            "efficiency": 0.2,
+            "outputs": {"kept": kept},
+        }
+
+    (same,) = ratios([row("beam", 12.0, "a"), row("1proc", 10.0, "a")], "1proc", "beam")
+    assert same["cpu_speedup"] == 0.83 and same["outputs_identical"]
+    (other,) = ratios([row("beam", 12.0, "b"), row("1proc", 10.0, "a")], "1proc", "beam")
+    assert not other["outputs_identical"]
+
+
+def test_output_digest_ignores_measured_latency_and_row_order(tmp_path):
+    import json
+
+    from build_outputs import outputs_digest, tree_rss_mb
+
+    def write(run: Path, latencies: list[float]) -> None:
+        (run / "rejected").mkdir(parents=True)
+        lines = [
+            json.dumps({"id": i, "payload_json": json.dumps({"cost": {"latency_s": s, "n": i}})})
+            for i, s in enumerate(latencies)
+        ]
+        (run / "rejected" / "r.jsonl").write_text("\n".join(lines))
+
+    write(tmp_path / "a", [0.1, 0.2])
+    write(tmp_path / "b", [0.3, 0.4])
+    assert outputs_digest(tmp_path / "a") == outputs_digest(tmp_path / "b")
+    (tmp_path / "b" / "rejected" / "r.jsonl").write_text('{"id": 0, "payload_json": "{}"}')
+    assert outputs_digest(tmp_path / "a")["rejected"] != outputs_digest(tmp_path / "b")["rejected"]
+    import os
+
+    assert tree_rss_mb(os.getpid()) > 10  # this test process at least
