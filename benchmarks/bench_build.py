@@ -219,6 +219,7 @@ def bench_one(
         "wall_s": round(wall_s, 2),
         "pipeline_wall_s": manifest.get("wall_time_s"),
         "llm_calls": calls,
+        "manifest_requests": manifest["tokens"].get("requests"),  # the counters across processes
         "calls_per_s": round(calls / wall_s, 1),
         "ideal_s": round(ideal_s, 2),
         "critical_path_s": round(critical_s, 2),
