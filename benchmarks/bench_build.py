@@ -1,8 +1,8 @@
 """Whole-build benchmark: `trajforge build` as a subprocess against the stub (issue 14).
 
 For each mode (rollout: agent on the stub, scripted user; blueprint: verbaliser on the stub) and
-each task count, one build with `max_in_flight` C, the response cache off and semantic dedup off
-(`--semantic` turns it on). Reported per build:
+each task count, one build in one process (`--beam` for others) with `max_in_flight` C, the
+response cache off and semantic dedup off (`--semantic` turns it on). Reported per build:
 
   calls/s        LLM requests counted by the stub / subprocess wall time;
   efficiency     endpoint-bound ideal (calls x latency / C) / wall time, and the same ideal
@@ -329,7 +329,7 @@ def main() -> None:
     parser.add_argument(
         "--beam",
         default="",
-        help="Beam options for every build, space-separated, e.g. "
+        help="Beam options for every build, space-separated (default: one process), e.g. "
         "'--direct_num_workers=2 --direct_running_mode=multi_processing'",
     )
     parser.add_argument(
@@ -355,14 +355,14 @@ def main() -> None:
             "load_average_at_start": os.getloadavg(),
         },
     }
-    beam_args = tuple(args.beam.split())
-    # (label, tree to import, Beam options): the builds of one spec run back to back.
-    variants: list[tuple[str, Path | None, tuple[str, ...]]] = [("HEAD", None, beam_args)]
+    # (label, tree to import, Beam options): the builds of one spec run back to back. One
+    # process unless --beam says otherwise (`auto` would follow the load of the moment).
+    given, one = tuple(args.beam.split()), ("--direct_running_mode=in_memory",)
+    variants: list[tuple[str, Path | None, tuple[str, ...]]] = [("HEAD", None, given or one)]
     if args.compare:
-        variants.append((args.compare, checkout(args.compare), beam_args))
-    if args.beam_compare:  # one process forced by a flag (a build chooses by itself otherwise)
-        one = ("--direct_running_mode=in_memory",)
-        variants = [("beam" if beam_args else "auto", None, beam_args), ("1proc", None, one)]
+        variants.append((args.compare, checkout(args.compare), given or one))
+    if args.beam_compare:  # without --beam: what runner.local_processes auto decides
+        variants = [("beam" if given else "auto", None, given), ("1proc", None, one)]
     rows = []
     print(HEADER)
     for repeat in range(args.repeats):
