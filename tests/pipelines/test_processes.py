@@ -103,3 +103,14 @@ def test_a_bad_value_names_the_field_and_the_fix(tmp_path, value):
         load_config(path)
     assert "runner.local_processes" in str(err.value)
     assert "`auto` or a number of processes" in str(err.value)
+
+
+def test_a_worker_keeps_its_share_of_the_limits(tmp_path):
+    """Beam pickles the stage resources to each worker process: the process count travels
+    with them, or every worker would take the whole endpoint limit."""
+    import pickle
+
+    from trajforge.pipelines.resources import StageResources
+
+    res = StageResources(config(), str(tmp_path), needs_llm=True, processes=2)
+    assert pickle.loads(pickle.dumps(res)).processes == 2
