@@ -12,9 +12,9 @@ response cache off and semantic dedup off (`--semantic` turns it on). Reported p
                  child, so neither the stub nor earlier builds count) / tasks; the marginal cost
                  between the smallest and the largest task count is printed too (imports and
                  pipeline construction cancel out);
-  peak RSS       ru_maxrss (the largest process of the build) and, sampled every 0.25 s, the
-                 summed RSS of the whole process tree (several with multi-processing);
-  outputs        a digest of the kept, rejected and dead-letter rows (order-free).
+  peak RSS       ru_maxrss (the largest process of the build) and, sampled every 0.05 s, the
+                 summed RSS of the process tree, and each process's CPU (driver, then workers);
+  outputs        a digest of the kept, rejected and dead-letter rows (order-free);
   stub max in flight.
 
 Usage:
@@ -44,7 +44,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from build_outputs import outputs_digest, trajectories_of, tree_rss_mb  # noqa: E402
+from build_outputs import TreeSampler, outputs_digest, trajectories_of  # noqa: E402
 from stub_server import StubConfig, spawn_stub_process  # noqa: E402
 
 RESULTS = HERE / "results"
@@ -88,10 +88,10 @@ def run_child(
 ) -> tuple[int, dict]:
     """Run `command`; its exit status and the CPU/RSS of that process tree alone (os.wait4
     reports the child plus every descendant it waited for, nothing else of ours). The tree's
-    summed RSS is sampled every ~0.25 s (worker processes of a multi-process build)."""
-    tree_peak, polls = 0.0, 0
+    summed RSS and each process's CPU are sampled every ~0.05 s (a multi-process build)."""
     with log.open("w") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
+        tree = TreeSampler(process.pid)
         deadline = time.monotonic() + timeout_s
         while True:
             pid, status, usage = os.wait4(process.pid, os.WNOHANG)
@@ -99,16 +99,15 @@ def run_child(
                 break
             if time.monotonic() > deadline:
                 process.kill()
-            if polls % 5 == 0:
-                tree_peak = max(tree_peak, tree_rss_mb(process.pid))
-            polls += 1
+            tree.sample()
             time.sleep(0.05)
     process.returncode = os.waitstatus_to_exitcode(status)
     return process.returncode, {
         "cpu_user_s": round(usage.ru_utime, 3),
         "cpu_system_s": round(usage.ru_stime, 3),
         "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),  # Linux: kilobytes, largest process
-        "tree_rss_mb": round(tree_peak, 1),  # all processes of the build together, sampled
+        "tree_rss_mb": round(tree.peak_rss_mb, 1),  # all processes of the build together
+        "process_cpu_s": tree.process_cpu_s(),  # the build process, then its workers
     }
 
 

@@ -90,16 +90,41 @@ def _children(pid: int) -> list[int]:
     return kids
 
 
+class TreeSampler:
+    """Samples a process tree: the peak of its summed RSS, and each process's last seen CPU
+    time (how the work of a multi-process build splits between the driver and its workers;
+    a process's CPU after its last sample is missed)."""
+
+    def __init__(self, root: int):
+        self.root = root
+        self.peak_rss_mb = 0.0
+        self.cpu_s: dict[int, float] = {}
+        self._page = os.sysconf("SC_PAGE_SIZE")
+        self._tick = os.sysconf("SC_CLK_TCK")
+
+    def sample(self) -> None:
+        total, todo = 0, [self.root]
+        while todo:
+            pid = todo.pop()
+            try:
+                with open(f"/proc/{pid}/statm") as f:
+                    total += int(f.read().split()[1]) * self._page
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                self.cpu_s[pid] = (int(fields[11]) + int(fields[12])) / self._tick
+            except (OSError, IndexError, ValueError):  # the process just ended
+                continue
+            todo += _children(pid)
+        self.peak_rss_mb = max(self.peak_rss_mb, total / 2**20)
+
+    def process_cpu_s(self) -> list[float]:
+        """The root's CPU first, then its descendants' from the largest."""
+        rest = sorted((v for k, v in self.cpu_s.items() if k != self.root), reverse=True)
+        return [round(v, 2) for v in [self.cpu_s.get(self.root, 0.0), *rest]]
+
+
 def tree_rss_mb(pid: int) -> float:
-    """Resident memory of `pid` and all its descendants now (Linux /proc; 0 elsewhere)."""
-    total, todo = 0, [pid]
-    page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-    while todo:
-        current = todo.pop()
-        try:
-            with open(f"/proc/{current}/statm") as f:
-                total += int(f.read().split()[1]) * page
-        except (OSError, IndexError, ValueError):
-            continue
-        todo += _children(current)
-    return total / 2**20
+    """Resident memory of `pid` and all its descendants now (Linux /proc)."""
+    sampler = TreeSampler(pid)
+    sampler.sample()
+    return sampler.peak_rss_mb
