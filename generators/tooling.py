@@ -10,7 +10,7 @@ never crashes on a bad call; it keeps going with the error as the tool's answer.
 
 from __future__ import annotations
 
-import copy
+import hashlib
 import inspect
 import json
 import re
@@ -22,6 +22,14 @@ from typing import Any, Protocol, get_type_hints
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from trajforge.generators.phrasing import NO_PHRASING
+from trajforge.generators.state_dumps import (  # state helpers live there; imported from here too
+    DumpPath,
+    patched_dump,
+    state_diff,
+    state_hash,
+    touched_diff,
+)
+from trajforge.generators.state_dumps import apply_patches as apply_patches
 from trajforge.generators.vocabulary import DomainVocabulary
 from trajforge.schemas import (
     DiffEntry,
@@ -29,13 +37,17 @@ from trajforge.schemas import (
     Persona,
     Rejected,
     RejectionReason,
-    StatePatch,
     Task,
     ToolCall,
     ToolKind,
     ToolSpec,
     content_hash,
 )
+from trajforge.schemas.base import CanonicalParts
+
+#: `touches(state, arguments) -> paths`: the entries of the dump (paths of keys from its top,
+#: such as ("orders", order_id)) that a write may mutate, read from the state before the call.
+Touches = Callable[[Any, dict[str, Any]], Iterable[DumpPath]]
 
 
 class ToolError(Exception):
@@ -54,11 +66,20 @@ class TaskRejected(Rejected):
 # Declaring tools
 
 
-def tool(kind: ToolKind) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Mark a function as a tool of the given kind. Write/transfer tools mutate state."""
+def tool(
+    kind: ToolKind, touches: Touches | None = None
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Mark a function as a tool of the given kind. Write/transfer tools mutate state.
+
+    `touches` (optional, for write/transfer tools): names every entry a call may mutate, so
+    the toolbox re-dumps only those after the call instead of the whole world. It must cover
+    failed calls' partial mutations too: an undeclared mutation would corrupt the held dump
+    (tests/generators/test_state_dumps.py holds every domain's writes to it). Without it a
+    write dumps the whole state, as before."""
 
     def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
         fn.__tool_kind__ = kind  # type: ignore[attr-defined]
+        fn.__tool_touches__ = touches  # type: ignore[attr-defined]
         return fn
 
     return mark
@@ -126,79 +147,6 @@ def _missing_kind(fn: Callable[..., Any]) -> ToolKind:
 # State helpers
 
 
-def state_hash(state: BaseModel) -> str:
-    """Stable hash of a world state: sha256 of its canonical JSON."""
-    return content_hash(state.model_dump(mode="json"))
-
-
-def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:
-    if isinstance(value, dict) and value:
-        for k, v in value.items():
-            _flatten(v, f"{prefix}.{k}" if prefix else str(k), out)
-    elif isinstance(value, list) and value:
-        for i, v in enumerate(value):
-            _flatten(v, f"{prefix}[{i}]", out)
-    else:
-        out[prefix] = value
-
-
-def _flatten_changed(x: Any, y: Any, prefix: str, a: dict[str, Any], b: dict[str, Any]) -> None:
-    """Flatten only the subtrees where `x` and `y` differ (equal subtrees are skipped whole).
-
-    Gives the same changed leaves as flattening both states, without walking the unchanged
-    bulk of a large state on every write.
-    """
-    if x == y:
-        return
-    if isinstance(x, dict) and isinstance(y, dict) and x and y:
-        for k in x.keys() | y.keys():
-            path = f"{prefix}.{k}" if prefix else str(k)
-            if k in x and k in y:
-                _flatten_changed(x[k], y[k], path, a, b)
-            elif k in x:
-                _flatten(x[k], path, a)
-            else:
-                _flatten(y[k], path, b)
-    elif isinstance(x, list) and isinstance(y, list) and x and y:
-        for i in range(max(len(x), len(y))):
-            path = f"{prefix}[{i}]"
-            if i < len(x) and i < len(y):
-                _flatten_changed(x[i], y[i], path, a, b)
-            elif i < len(x):
-                _flatten(x[i], path, a)
-            else:
-                _flatten(y[i], path, b)
-    else:
-        _flatten(x, prefix, a)
-        _flatten(y, prefix, b)
-
-
-def state_diff(before: dict[str, Any], after: dict[str, Any]) -> tuple[DiffEntry, ...]:
-    """Changed leaves between two dumped states, as sorted (path, before, after) entries."""
-    a: dict[str, Any] = {}
-    b: dict[str, Any] = {}
-    _flatten_changed(before, after, "", a, b)
-    paths = sorted(set(a) | set(b))
-    return tuple(
-        DiffEntry(path=p, before=a.get(p), after=b.get(p)) for p in paths if a.get(p) != b.get(p)
-    )
-
-
-def apply_patches(state: BaseModel, patches: Iterable[StatePatch]) -> BaseModel:
-    """Return a copy of `state` with each dotted-path patch (`orders.#W1.status`) applied."""
-    data = state.model_dump(mode="json")
-    for patch in patches:
-        *parents, leaf = patch.path.split(".")
-        node = data
-        for key in parents:
-            node = node[int(key)] if isinstance(node, list) else node[key]
-        if isinstance(node, list):
-            node[int(leaf)] = copy.deepcopy(patch.value)
-        else:
-            node[leaf] = copy.deepcopy(patch.value)
-    return type(state).model_validate(data)
-
-
 # ---------------------------------------------------------------------------------------------
 # Executing calls
 
@@ -239,6 +187,9 @@ class Toolbox:
     def __init__(self, functions: Sequence[Callable[..., Any]]):
         self._functions = {fn.__name__: fn for fn in functions}
         self._models = {fn.__name__: _arguments_model(fn) for fn in functions}
+        self._touches: dict[str, Touches | None] = {
+            fn.__name__: getattr(fn, "__tool_touches__", None) for fn in functions
+        }
         self.specs: tuple[ToolSpec, ...] = tuple(spec_from_function(fn) for fn in functions)
         self._by_name = {s.name: s for s in self.specs}
         #: Which functions these are (memoised replays must not mix two toolboxes of a name).
@@ -252,14 +203,20 @@ class Toolbox:
         return tuple(self._functions.values())
 
     def execute(
-        self, state: BaseModel, call: ToolCall, dumped: dict[str, Any] | None = None
+        self,
+        state: BaseModel,
+        call: ToolCall,
+        dumped: dict[str, Any] | None = None,
+        incremental: bool = True,
     ) -> ToolExecution:
         """Run one call against `state` (mutated in place on success); never raises.
 
         `dumped` is `state.model_dump(mode="json")` when the caller already holds it (a live
         loop keeps the last write's `state_after`: read tools and failed writes leave the
         state as it was), so a write dumps the state once instead of twice. The caller
-        vouches that it is current; `LiveDump` is the one helper that keeps it so."""
+        vouches that it is current; `LiveDump` is the one helper that keeps it so.
+        `incremental`: a write whose tool declares `touches` re-dumps only those entries
+        after the call (False: the whole state, the reference the tests compare with)."""
         spec = self._by_name.get(call.name)
         if spec is None:
             known = ", ".join(sorted(self._functions))
@@ -283,9 +240,11 @@ class Toolbox:
             )
         # Only mutating tools need the snapshot (to undo a failed call and to diff); skipping it
         # for reads halves the cost of a typical rollout step on a large state.
-        before = None
+        before = paths = None
         if spec.mutates_state:
             before = dumped if dumped is not None else state.model_dump(mode="json")
+            if incremental:
+                paths = self._touched(state, call.name, dict(args))
         try:
             result = self._functions[call.name](state, **dict(args))
         except Exception as err:  # noqa: BLE001 - model-chosen arguments must never crash a run
@@ -295,9 +254,24 @@ class Toolbox:
             return ToolExecution(_error_observation(err), "tool_error", (), True, before)
         if before is None:
             return ToolExecution(_render_result(result), None, (), spec.mutates_state)
-        after = state.model_dump(mode="json")
-        diff = state_diff(before, after)
+        after = patched_dump(state, before, paths) if paths is not None else None
+        if after is None:
+            after = state.model_dump(mode="json")
+            diff = state_diff(before, after)
+        else:
+            diff = touched_diff(before, after, paths)  # type: ignore[arg-type]
         return ToolExecution(_render_result(result), None, diff, spec.mutates_state, after)
+
+    def _touched(self, state: BaseModel, name: str, args: dict[str, Any]) -> list[DumpPath] | None:
+        """The entries a call of `name` may mutate, or None (dump the whole state) when its
+        tool declares none or its declaration fails on these arguments."""
+        touches = self._touches[name]
+        if touches is None:
+            return None
+        try:
+            return [tuple(path) for path in touches(state, args)]
+        except Exception:  # noqa: BLE001 - a declaration's bug costs a whole dump, not a crash
+            return None
 
 
 class LiveDump:
@@ -315,13 +289,15 @@ class LiveDump:
 
     def __init__(self, initial_hash: str | None = None) -> None:
         self.dumped: dict[str, Any] | None = None
+        #: The canonical bytes of the held dump's entries, reused by the next version's hash.
+        self.parts = CanonicalParts()
         #: The initial state's hash when the caller knows it (a replay memo entry): the final
         #: hash of a run in which no write ran.
         self.initial_hash = initial_hash
 
     def execute(self, toolbox: Toolbox, state: BaseModel, call: ToolCall) -> ToolExecution:
         """`toolbox.execute` with the held dump; holds the write's `state_after`."""
-        execution = toolbox.execute(state, call, self.dumped)
+        execution = toolbox.execute(state, call, self.dumped, incremental=self.SHARE)
         if execution.state_after is not None and self.SHARE:
             self.dumped = execution.state_after
         return execution
@@ -330,7 +306,9 @@ class LiveDump:
         """`state_hash(state)`, from the held dump when there is one, else (no write ran, so
         the state is still the initial one) from the known initial hash."""
         if self.dumped is not None:
-            return content_hash(self.dumped)
+            if not self.SHARE:
+                return content_hash(self.dumped)
+            return hashlib.sha256(self.parts.bytes_of(self.dumped)).hexdigest()
         if self.initial_hash is not None and self.SHARE:
             return self.initial_hash
         return state_hash(state)

@@ -127,6 +127,98 @@ def _default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
+#: Fresh parts with a `null` at least this many: one NaN proof over all of them, not one each.
+_NAN_BATCH = 4
+
+
+class CanonicalParts:
+    """`canonical_bytes` of one dumped state and its later versions, reusing each entry's bytes.
+
+    Why: a write changes one or two entries of a world, yet hashing a version wrote and proved
+    all of its ~45 KB again. The stdlib reference text of a dict with str keys is `{`, then
+    `"key":value` for each key in sorted order joined by commas, then `}`, so it is the join
+    of its values' canonical texts. Parts (the values of the top two dict levels: fields and
+    entries such as one order) are kept by identity: an incremental dump (`patched_dump`)
+    shares every entry it did not re-dump, and a held part is never mutated, so the very same
+    object has the same bytes. Each fresh part is proved as `_fast_bytes` proves a whole value
+    (orjson's refusals, the float spellings, NaN), the NaN proof run once over all fresh parts
+    that contain a `null`; a part that fails any proof gets the reference encoder's bytes.
+    Anything that is not a dict with str keys goes to `canonical_bytes` whole."""
+
+    def __init__(self, depth: int = 2) -> None:
+        self.depth = depth
+        self._parts: dict[int, tuple[Any, bytes]] = {}
+        self._keys: dict[str, bytes] = {}
+
+    def bytes_of(self, value: Any) -> bytes:
+        """Equal to `canonical_bytes(value)`."""
+        if orjson is None or not _str_keyed(value):
+            return canonical_bytes(value)
+        kept: dict[int, tuple[Any, bytes]] = {}
+        fresh: list[Any] = []
+        layout = self._layout(value, self.depth, kept, fresh)
+        for part, out in zip(fresh, _proved_bytes(fresh), strict=True):
+            kept[id(part)] = (part, out)
+        self._parts = kept  # only this version's parts stay alive
+        return b"".join(kept[item][1] if type(item) is int else item for item in layout)
+
+    def _layout(self, value: dict, depth: int, kept: dict, fresh: list) -> list[bytes | int]:
+        """The canonical text of `value` as literal bytes and part ids; parts found in the
+        previous version's are kept, the others queued in `fresh`."""
+        layout: list[bytes | int] = [b"{"]
+        for i, key in enumerate(sorted(value)):
+            layout.append((b"," if i else b"") + self._key(key) + b":")
+            child = value[key]
+            if depth > 1 and child and _str_keyed(child):
+                layout.extend(self._layout(child, depth - 1, kept, fresh))
+                continue
+            held = self._parts.get(id(child))
+            if held is not None and held[0] is child:
+                kept[id(child)] = held
+            elif id(child) not in kept:
+                kept[id(child)] = (child, b"")  # its bytes once `fresh` is proved
+                fresh.append(child)
+            layout.append(id(child))
+        layout.append(b"}")
+        return layout
+
+    def _key(self, key: str) -> bytes:
+        out = self._keys.get(key)
+        if out is None:
+            out = self._keys[key] = canonical_bytes(key)
+        return out
+
+
+def _proved_bytes(parts: list[Any]) -> list[bytes]:
+    """Each part's canonical bytes: orjson's where proved equal to the reference encoder's
+    (the rule of `_fast_bytes`), the NaN proof run once over all parts with a `null`."""
+    out: list[bytes] = []
+    doubtful: list[int] = []
+    for part in parts:
+        try:
+            fast = orjson.dumps(part, option=_ORJSON_OPTIONS)
+        except TypeError:
+            out.append(canonical_bytes(part))
+            continue
+        if any(spelling.search(fast) for spelling in _ORJSON_FLOAT_SPELLINGS):
+            out.append(canonical_bytes(part))
+            continue
+        if b"null" in fast:
+            doubtful.append(len(out))
+        out.append(fast)
+    if len(doubtful) >= _NAN_BATCH and not _has_nan([parts[i] for i in doubtful]):
+        return out
+    for i in doubtful:
+        if _has_nan(parts[i]):
+            out[i] = _reference_json(parts[i]).encode("utf-8")
+    return out
+
+
+def _str_keyed(value: Any) -> bool:
+    """A plain dict whose keys are all exact str (the join rule's precondition)."""
+    return type(value) is dict and all(type(k) is str for k in value)
+
+
 def content_hash(value: Any, length: int = 64) -> str:
     """sha256 hex of the canonical JSON of `value`, optionally truncated."""
     return hashlib.sha256(canonical_bytes(value)).hexdigest()[:length]
