@@ -8,6 +8,7 @@ same id and reruns are deterministic.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -148,7 +149,6 @@ class CanonicalParts:
     def __init__(self, depth: int = 2) -> None:
         self.depth = depth
         self._parts: dict[int, tuple[Any, bytes]] = {}
-        self._keys: dict[str, bytes] = {}
 
     def bytes_of(self, value: Any) -> bytes:
         """Equal to `canonical_bytes(value)`."""
@@ -157,60 +157,65 @@ class CanonicalParts:
         kept: dict[int, tuple[Any, bytes]] = {}
         fresh: list[Any] = []
         layout = self._layout(value, self.depth, kept, fresh)
-        for part, out in zip(fresh, _proved_bytes(fresh), strict=True):
-            kept[id(part)] = (part, out)
+        if fresh:
+            for part, out in zip(fresh, _proved_bytes(fresh), strict=True):
+                kept[id(part)] = (part, out)
         self._parts = kept  # only this version's parts stay alive
-        return b"".join(kept[item][1] if type(item) is int else item for item in layout)
+        return b"".join([kept[item][1] if type(item) is int else item for item in layout])
 
     def _layout(self, value: dict, depth: int, kept: dict, fresh: list) -> list[bytes | int]:
         """The canonical text of `value` as literal bytes and part ids; parts found in the
         previous version's are kept, the others queued in `fresh`."""
-        layout: list[bytes | int] = [b"{"]
-        for i, key in enumerate(sorted(value)):
-            layout.append((b"," if i else b"") + self._key(key) + b":")
+        layout: list[bytes | int] = []
+        held = self._parts
+        for key in sorted(value):
+            layout.append(_key_bytes(key))
             child = value[key]
             if depth > 1 and child and _str_keyed(child):
                 layout.extend(self._layout(child, depth - 1, kept, fresh))
                 continue
-            held = self._parts.get(id(child))
-            if held is not None and held[0] is child:
-                kept[id(child)] = held
-            elif id(child) not in kept:
-                kept[id(child)] = (child, b"")  # its bytes once `fresh` is proved
-                fresh.append(child)
-            layout.append(id(child))
+            ident = id(child)
+            if ident not in kept:
+                found = held.get(ident)
+                if found is not None and found[0] is child:
+                    kept[ident] = found
+                else:
+                    kept[ident] = (child, b"")  # its bytes once `fresh` is proved
+                    fresh.append(child)
+            layout.append(ident)
+        if not layout:
+            return [b"{}"]
+        layout[0] = b"{" + layout[0][1:]  # type: ignore[index]
         layout.append(b"}")
         return layout
 
-    def _key(self, key: str) -> bytes:
-        out = self._keys.get(key)
-        if out is None:
-            out = self._keys[key] = canonical_bytes(key)
-        return out
+
+@functools.lru_cache(maxsize=1 << 16)
+def _key_bytes(key: str) -> bytes:
+    """`,"key":`, the text before a value in a dict's canonical JSON (the first key's comma
+    becomes the opening brace). World keys (ids) recur across every version of a world."""
+    return b"," + canonical_bytes(key) + b":"
 
 
 def _proved_bytes(parts: list[Any]) -> list[bytes]:
     """Each part's canonical bytes: orjson's where proved equal to the reference encoder's
-    (the rule of `_fast_bytes`), the NaN proof run once over all parts with a `null`."""
+    (the rule of `_fast_bytes`), each proof run once over all parts and again part by part
+    only where it fails over all of them."""
     out: list[bytes] = []
-    doubtful: list[int] = []
     for part in parts:
         try:
-            fast = orjson.dumps(part, option=_ORJSON_OPTIONS)
+            out.append(orjson.dumps(part, option=_ORJSON_OPTIONS))
         except TypeError:
-            out.append(canonical_bytes(part))
-            continue
-        if any(spelling.search(fast) for spelling in _ORJSON_FLOAT_SPELLINGS):
-            out.append(canonical_bytes(part))
-            continue
-        if b"null" in fast:
-            doubtful.append(len(out))
-        out.append(fast)
+            out.append(canonical_bytes(part))  # refused by orjson: decided part by part
+    joined = b"".join(out)
+    if any(spelling.search(joined) for spelling in _ORJSON_FLOAT_SPELLINGS):
+        return [canonical_bytes(part) for part in parts]
+    doubtful = [i for i, fast in enumerate(out) if b"null" in fast]
     if len(doubtful) >= _NAN_BATCH and not _has_nan([parts[i] for i in doubtful]):
         return out
     for i in doubtful:
         if _has_nan(parts[i]):
-            out[i] = _reference_json(parts[i]).encode("utf-8")
+            out[i] = canonical_bytes(parts[i])
     return out
 
 
