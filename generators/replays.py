@@ -18,19 +18,15 @@ import collections
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
 
 from pydantic import BaseModel
 
-from trajforge.generators.state_dumps import HeldDump
 from trajforge.generators.tooling import Domain, LiveDump, Toolbox
 from trajforge.schemas import GoldAction, InitialState, ToolCall, content_hash
 
 #: Entries kept per process (~1 KB each). A batch runner finishes a stage for every element
 #: before the next stage starts, so a build larger than this replays the older tasks again.
 MEMO_SIZE = 32_768
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -49,7 +45,7 @@ class Replay:
     failed: tuple[int, str] | None = None
 
 
-class ReplayMemo(Generic[T]):
+class ReplayMemo:
     """A bounded, thread-safe LRU map (the rollout records from the event-loop thread)."""
 
     def __init__(self, maxsize: int = MEMO_SIZE):
@@ -58,9 +54,9 @@ class ReplayMemo(Generic[T]):
         self.hits = 0
         self.misses = 0
         self._lock = threading.Lock()
-        self._entries: collections.OrderedDict[str, T] = collections.OrderedDict()
+        self._entries: collections.OrderedDict[str, Replay] = collections.OrderedDict()
 
-    def get(self, key: str) -> T | None:
+    def get(self, key: str) -> Replay | None:
         with self._lock:
             entry = self._entries.get(key) if self.enabled else None
             if entry is None:
@@ -70,7 +66,7 @@ class ReplayMemo(Generic[T]):
             self.hits += 1
             return entry
 
-    def put(self, key: str, entry: T) -> None:
+    def put(self, key: str, entry: Replay) -> None:
         if not self.enabled:
             return
         with self._lock:
@@ -85,12 +81,7 @@ class ReplayMemo(Generic[T]):
             self.hits = self.misses = 0
 
 
-MEMO: ReplayMemo[Replay] = ReplayMemo()
-
-#: Initial states' dumps (~175 KB each with their canonical parts): a task's gold replay
-#: dumps its initial state once, and its rollout (and any other replay) starts from that.
-#: Sized for the tasks in flight of a fused build; a miss dumps the state again.
-INITIAL_DUMPS: ReplayMemo[HeldDump] = ReplayMemo(maxsize=256)
+MEMO = ReplayMemo()
 
 
 def replay_key(world: list[str], init: InitialState, calls: Iterable[ToolCall]) -> str:
@@ -121,22 +112,15 @@ def gold_calls(actions: Iterable[GoldAction]) -> list[ToolCall]:
 
 
 def run_replay(
-    toolbox: Toolbox,
-    state: BaseModel,
-    calls: Sequence[ToolCall],
-    prefixes: bool,
-    start: HeldDump | None = None,
+    toolbox: Toolbox, state: BaseModel, calls: Sequence[ToolCall], prefixes: bool
 ) -> Replay:
     """Execute `calls` in order on `state` (mutated in place); every call runs, even after an
-    error, exactly as the outcome check replays a trajectory. `start`: the dump of `state`
-    (from `INITIAL_DUMPS`), so nothing is dumped before the first write."""
-    if start is not None and LiveDump.SHARE:
-        start.hash()  # its parts, for every later version's hash
-    live = LiveDump(start=start)  # one dump per state version, shared by writes and hashes
+    error, exactly as the outcome check replays a trajectory."""
+    live = LiveDump()  # one dump per state version, shared by the writes and the hashes
     hashes: list[str] = []
     if prefixes:
-        if LiveDump.SHARE and live.dumped is None:  # the first write's "before" and the
-            live.dumped = state.model_dump(mode="json")  # initial hash: one dump
+        if LiveDump.SHARE:  # the first write's "before" and the initial hash: one dump
+            live.dumped = state.model_dump(mode="json")
         hashes.append(live.state_hash(state))
     failed = None
     for i, call in enumerate(calls):
@@ -166,25 +150,9 @@ def replay(
     if entry is not None and (entry.hashes is not None or not prefixes):
         return entry
     state = built if built is not None else initial_state(init)
-    start = held_dump(world_of(name, toolbox, initial_state), init, state)
-    entry = run_replay(toolbox, state, calls, prefixes, start)
+    entry = run_replay(toolbox, state, calls, prefixes)
     MEMO.put(key, entry)
     return entry
-
-
-def held_dump(world: list[str], init: InitialState, state: BaseModel | None) -> HeldDump | None:
-    """The shared dump of the initial state `init` of `world` from `INITIAL_DUMPS`, or made
-    from `state` (that initial state, not yet mutated) and kept there; None when it is not
-    there and no state is given (a rollout only reads it), or when dumps are not shared (the
-    tests' reference path)."""
-    if not LiveDump.SHARE:
-        return None
-    key = content_hash([world, init.model_dump(mode="json")])
-    held = INITIAL_DUMPS.get(key)
-    if held is None and state is not None:
-        held = HeldDump(state.model_dump(mode="json"))
-        INITIAL_DUMPS.put(key, held)
-    return held
 
 
 def replay_domain(
@@ -192,11 +160,6 @@ def replay_domain(
 ) -> Replay:
     """`replay` with a domain's name, tools and world."""
     return replay(domain.name, domain.toolbox, domain.initial_state, init, calls, prefixes)
-
-
-def recorded_start(domain: Domain, init: InitialState) -> HeldDump | None:
-    """The shared dump of `domain`'s initial state `init`, if this process holds one."""
-    return held_dump(world_of(domain.name, domain.toolbox, domain.initial_state), init, None)
 
 
 def recorded(domain: Domain, init: InitialState, calls: Sequence[ToolCall]) -> Replay | None:

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from trajforge.generators.agent import AgentPolicy, AgentTurn
 from trajforge.generators.prompts import TRANSFER_TOKEN, agent_system_prompt
-from trajforge.generators.replays import gold_calls, recorded, recorded_start, remember_final
+from trajforge.generators.replays import gold_calls, recorded, remember_final
 from trajforge.generators.tooling import Domain, LiveDump, ToolExecution
 from trajforge.generators.user import UserSimulator
 from trajforge.schemas import (
@@ -108,11 +108,7 @@ async def run_rollout(
         seed=seed,
         messages=[],
         observer=observer,
-        # the gold replay's dump of this initial state, when this process made it: the first
-        # write dumps nothing and the final hash reads only the entries the writes changed
-        live=LiveDump(
-            _known_initial_hash(domain, task), recorded_start(domain, task.initial_state)
-        ),
+        live=LiveDump(_known_initial_hash(domain, task)),
     )
     run.append(
         Message(role="system", content=agent_system_prompt(domain.policy, domain.vocabulary))

@@ -12,14 +12,12 @@ is the very same object in both (which `touched_diff` and `CanonicalParts` rely 
 from __future__ import annotations
 
 import copy
-import hashlib
 from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel
 
 from trajforge.schemas import DiffEntry, StatePatch, content_hash
-from trajforge.schemas.base import CanonicalParts
 
 #: A path of keys from the top of a dumped state to one entry: ("orders", "#W1").
 DumpPath = tuple[str, ...]
@@ -30,23 +28,6 @@ _MISSING = object()
 def state_hash(state: BaseModel) -> str:
     """Stable hash of a world state: sha256 of its canonical JSON."""
     return content_hash(state.model_dump(mode="json"))
-
-
-class HeldDump:
-    """The dump of one initial state, shared read-only by every run that starts from an equal
-    state (a task's gold replay, then its rollout), with its canonical parts and hash: those
-    runs then dump nothing before their first write and hash only what their writes changed."""
-
-    def __init__(self, dumped: dict[str, Any]) -> None:
-        self.dumped = dumped
-        self.parts = CanonicalParts()
-        self._hash: str | None = None
-
-    def hash(self) -> str:
-        """`content_hash(self.dumped)`, computed once (and its parts kept for the forks)."""
-        if self._hash is None:
-            self._hash = hashlib.sha256(self.parts.bytes_of(self.dumped)).hexdigest()
-        return self._hash
 
 
 def apply_patches(state: BaseModel, patches: Iterable[StatePatch]) -> BaseModel:

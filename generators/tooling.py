@@ -25,7 +25,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from trajforge.generators.phrasing import NO_PHRASING
 from trajforge.generators.state_dumps import (  # state helpers live there; imported from here too
     DumpPath,
-    HeldDump,
     patched_dump,
     state_diff,
     state_hash,
@@ -289,23 +288,18 @@ class LiveDump:
     Why it stays current: a write hands back its `state_after` (a failed one the very dump it
     restored the state from, `_restore`), and a read tool never
     mutates (tests/generators/test_tooling.py holds every domain's read tools to that). Before
-    the first write nothing is held and the state is dumped as before, unless the run starts
-    from a `HeldDump` of its initial state (`start`: the caller vouches the state equals it).
-    Writes re-dump only the entries their tools declare (`tool(touches=...)`), and the hash
-    of each version reuses the canonical bytes of the entries it shares with the last."""
+    the first write nothing is held and the state is dumped as before."""
 
     #: False dumps afresh around every call, as before this helper (the tests' reference).
     SHARE = True
 
-    def __init__(self, initial_hash: str | None = None, start: HeldDump | None = None) -> None:
+    def __init__(self, initial_hash: str | None = None) -> None:
         self.dumped: dict[str, Any] | None = None
         #: The canonical bytes of the held dump's entries, reused by the next version's hash.
         self.parts = CanonicalParts()
         #: The initial state's hash when the caller knows it (a replay memo entry): the final
         #: hash of a run in which no write ran.
         self.initial_hash = initial_hash
-        if start is not None and self.SHARE:
-            self.dumped, self.parts = start.dumped, start.parts.fork()
 
     def execute(self, toolbox: Toolbox, state: BaseModel, call: ToolCall) -> ToolExecution:
         """`toolbox.execute` with the held dump; holds the write's `state_after`."""

@@ -150,13 +150,6 @@ class CanonicalParts:
         self.depth = depth
         self._parts: dict[int, tuple[Any, bytes]] = {}
 
-    def fork(self) -> CanonicalParts:
-        """Another instance starting from this one's parts (which neither ever mutates: each
-        version's parts are a new map), for states that start from one shared dump."""
-        other = CanonicalParts(self.depth)
-        other._parts = self._parts
-        return other
-
     def bytes_of(self, value: Any) -> bytes:
         """Equal to `canonical_bytes(value)`."""
         if orjson is None or not _str_keyed(value):
