@@ -212,3 +212,76 @@ def _set_path(node: dict[str, Any], path: DumpPath, value: Any) -> dict[str, Any
     else:
         copied[head] = value
     return copied
+
+
+# ---------------------------------------------------------------------------------------------
+# A write with nothing held: the touched entries only
+
+
+class _Same:
+    """Stands, in both outlines of one call, for an entry the call did not touch: equal to
+    itself, so the diff skips it as it skips an unchanged entry of a whole dump."""
+
+    def __repr__(self) -> str:
+        return "<untouched>"
+
+
+_SAME = _Same()
+
+
+def outline(state: BaseModel, paths: Iterable[DumpPath]) -> dict[str, Any] | None:
+    """The dump of `state` with every entry off `paths` replaced by one placeholder: each
+    touched top-level field dumped whole (a path of one key), each touched entry of a dict
+    field of models dumped (a path of two), every other field and entry `_SAME`. Keys and
+    their order are the whole dump's, so `state_diff` of the outlines before and after a call
+    is the diff of the whole dumps, for a fraction of a whole dump. None for other paths."""
+    model = type(state)
+    if model.model_computed_fields:
+        return None
+    out: dict[str, Any] = dict.fromkeys(model.model_fields, _SAME)
+    whole = {path[0] for path in paths if len(path) == 1}
+    for name in whole:
+        if name not in out:
+            return None
+        out[name] = state.model_dump(mode="json", include={name})[name]
+    for path in paths:
+        if len(path) == 1 or path[0] in whole:
+            continue
+        if len(path) != 2 or path[0] not in out or not _entry_into(state, path, out):
+            return None
+    return out
+
+
+def _entry_into(state: BaseModel, path: DumpPath, out: dict[str, Any]) -> bool:
+    """Put the dump of the entry `path` names (or its absence) into the outline `out`."""
+    name, key = path
+    container = getattr(state, name)
+    if type(container) is not dict:
+        return False
+    entries = out[name]
+    if entries is _SAME:
+        if not all(type(k) is str for k in container):
+            return False
+        entries = out[name] = dict.fromkeys(container, _SAME)
+    entry = container.get(key, _MISSING)
+    if entry is _MISSING:
+        entries.pop(key, None)
+    elif isinstance(entry, BaseModel):
+        entries[key] = entry.model_dump(mode="json")
+    else:
+        return False
+    return True
+
+
+def restore_outline(state: BaseModel, before: dict[str, Any]) -> None:
+    """Undo a failed call from the outline taken before it: each touched field or entry is
+    validated back from its dump (pydantic's assignment validator, as a whole-state
+    validation would build it); untouched entries keep their objects and their order."""
+    validator = type(state).__pydantic_validator__
+    for name, value in before.items():
+        if value is _SAME:
+            continue
+        if isinstance(value, dict) and any(v is _SAME for v in value.values()):
+            current = getattr(state, name)
+            value = {k: current[k] if v is _SAME else v for k, v in value.items()}
+        validator.validate_assignment(state, name, value)

@@ -11,7 +11,6 @@ never crashes on a bad call; it keeps going with the error as the tool's answer.
 from __future__ import annotations
 
 import functools
-import hashlib
 import inspect
 import json
 import re
@@ -22,15 +21,19 @@ from typing import Any, Protocol, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+# LiveDump, apply_patches and state_hash moved out; still imported from here by callers
+from trajforge.generators.live_dump import LiveDump as LiveDump
 from trajforge.generators.phrasing import NO_PHRASING
-from trajforge.generators.state_dumps import (  # state helpers live there; imported from here too
+from trajforge.generators.state_dumps import (
     DumpPath,
+    outline,
     patched_dump,
+    restore_outline,
     state_diff,
-    state_hash,
     touched_diff,
 )
 from trajforge.generators.state_dumps import apply_patches as apply_patches
+from trajforge.generators.state_dumps import state_hash as state_hash
 from trajforge.generators.vocabulary import DomainVocabulary
 from trajforge.schemas import (
     DiffEntry,
@@ -44,7 +47,6 @@ from trajforge.schemas import (
     ToolSpec,
     content_hash,
 )
-from trajforge.schemas.base import CanonicalParts
 
 #: `touches(state, arguments) -> paths`: the entries of the dump (paths of keys from its top,
 #: such as ("orders", order_id)) that a write may mutate, read from the state before the call.
@@ -75,7 +77,7 @@ def tool(
     `touches` (optional, for write/transfer tools): names every entry a call may mutate, so
     the toolbox re-dumps only those after the call instead of the whole world. It must cover
     failed calls' partial mutations too: an undeclared mutation would corrupt the held dump
-    (tests/generators/test_state_dumps.py holds every domain's writes to it). Without it a
+    (tests/generators/test_write_touches.py holds every domain's writes to it). Without it a
     write dumps the whole state, as before."""
 
     def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -214,6 +216,7 @@ class Toolbox:
         call: ToolCall,
         dumped: dict[str, Any] | None = None,
         incremental: bool = True,
+        hold: bool = True,
     ) -> ToolExecution:
         """Run one call against `state` (mutated in place on success); never raises.
 
@@ -222,7 +225,9 @@ class Toolbox:
         state as it was), so a write dumps the state once instead of twice. The caller
         vouches that it is current; `LiveDump` is the one helper that keeps it so.
         `incremental`: a write whose tool declares `touches` re-dumps only those entries
-        after the call (False: the whole state, the reference the tests compare with)."""
+        after the call (False: the whole state, the reference the tests compare with).
+        `hold=False` with no `dumped`: such a write dumps only its entries, before and after,
+        and hands no whole dump on (a caller that never hashes: the plan search)."""
         spec = self._by_name.get(call.name)
         if spec is None:
             known = ", ".join(sorted(self._functions))
@@ -244,29 +249,62 @@ class Toolbox:
                 (),
                 spec.mutates_state,
             )
-        # Only mutating tools need the snapshot (to undo a failed call and to diff); skipping it
-        # for reads halves the cost of a typical rollout step on a large state.
-        before = paths = None
-        if spec.mutates_state:
-            before = dumped if dumped is not None else state.model_dump(mode="json")
-            if incremental:
-                paths = self._touched(state, call.name, dict(args))
-        try:
-            result = self._functions[call.name](state, **dict(args))
-        except Exception as err:  # noqa: BLE001 - model-chosen arguments must never crash a run
-            if before is None:
+        if not spec.mutates_state:
+            try:
+                result = self._functions[call.name](state, **dict(args))
+            except Exception as err:  # noqa: BLE001 - model-chosen arguments never crash a run
                 return ToolExecution(_error_observation(err), "tool_error", (), False)
+            return ToolExecution(_render_result(result), None, (), False)
+        paths = self._touched(state, call.name, dict(args)) if incremental else None
+        if dumped is None and not hold and paths is not None:
+            before = outline(state, paths)
+            if before is not None:
+                return self._write_outlined(state, call, dict(args), before, paths)
+        return self._write(state, call, dict(args), dumped, paths)
+
+    def _write(
+        self,
+        state: BaseModel,
+        call: ToolCall,
+        args: dict[str, Any],
+        dumped: dict[str, Any] | None,
+        paths: list[DumpPath] | None,
+    ) -> ToolExecution:
+        """A write diffed between whole dumps: `dumped` (the held one) or a fresh dump before,
+        and after it the held dump patched at `paths` (or, without them, a fresh dump)."""
+        before = dumped if dumped is not None else state.model_dump(mode="json")
+        try:
+            result = self._functions[call.name](state, **args)
+        except Exception as err:  # noqa: BLE001 - model-chosen arguments must never crash a run
             _restore(state, before)  # the state is `before` again: hand that dump on too
             return ToolExecution(_error_observation(err), "tool_error", (), True, before)
-        if before is None:
-            return ToolExecution(_render_result(result), None, (), spec.mutates_state)
         after = patched_dump(state, before, paths) if paths is not None else None
         if after is None:
             after = state.model_dump(mode="json")
             diff = state_diff(before, after)
         else:
             diff = touched_diff(before, after, paths)  # type: ignore[arg-type]
-        return ToolExecution(_render_result(result), None, diff, spec.mutates_state, after)
+        return ToolExecution(_render_result(result), None, diff, True, after)
+
+    def _write_outlined(
+        self,
+        state: BaseModel,
+        call: ToolCall,
+        args: dict[str, Any],
+        before: dict[str, Any],
+        paths: list[DumpPath],
+    ) -> ToolExecution:
+        """A write with no held dump (a plan search's working copy, a rollout's first write):
+        only the touched entries are dumped, before and after (`outline`), for the diff and
+        for the undo of a failed call; no whole dump is made, so none is handed on."""
+        try:
+            result = self._functions[call.name](state, **args)
+        except Exception as err:  # noqa: BLE001 - model-chosen arguments must never crash a run
+            restore_outline(state, before)
+            return ToolExecution(_error_observation(err), "tool_error", (), True)
+        after = outline(state, paths)
+        diff = state_diff(before, after) if after is not None else ()  # None: a retyped field
+        return ToolExecution(_render_result(result), None, diff, True)
 
     def _touched(self, state: BaseModel, name: str, args: dict[str, Any]) -> list[DumpPath] | None:
         """The entries a call of `name` may mutate, or None (dump the whole state) when its
@@ -278,46 +316,6 @@ class Toolbox:
             return [tuple(path) for path in touches(state, args)]
         except Exception:  # noqa: BLE001 - a declaration's bug costs a whole dump, not a crash
             return None
-
-
-class LiveDump:
-    """The current dump of one live state that only `Toolbox.execute` mutates, kept across
-    calls so that a write's "before" is the previous write's "after" and the final state hash
-    reads the last dump instead of dumping the whole world again.
-
-    Why it stays current: a write hands back its `state_after` (a failed one the very dump it
-    restored the state from, `_restore`), and a read tool never
-    mutates (tests/generators/test_tooling.py holds every domain's read tools to that). Before
-    the first write nothing is held and the state is dumped as before."""
-
-    #: False dumps afresh around every call, as before this helper (the tests' reference).
-    SHARE = True
-
-    def __init__(self, initial_hash: str | None = None) -> None:
-        self.dumped: dict[str, Any] | None = None
-        #: The canonical bytes of the held dump's entries, reused by the next version's hash.
-        self.parts = CanonicalParts()
-        #: The initial state's hash when the caller knows it (a replay memo entry): the final
-        #: hash of a run in which no write ran.
-        self.initial_hash = initial_hash
-
-    def execute(self, toolbox: Toolbox, state: BaseModel, call: ToolCall) -> ToolExecution:
-        """`toolbox.execute` with the held dump; holds the write's `state_after`."""
-        execution = toolbox.execute(state, call, self.dumped, incremental=self.SHARE)
-        if execution.state_after is not None and self.SHARE:
-            self.dumped = execution.state_after
-        return execution
-
-    def state_hash(self, state: BaseModel) -> str:
-        """`state_hash(state)`, from the held dump when there is one, else (no write ran, so
-        the state is still the initial one) from the known initial hash."""
-        if self.dumped is not None:
-            if not self.SHARE:
-                return content_hash(self.dumped)
-            return hashlib.sha256(self.parts.bytes_of(self.dumped)).hexdigest()
-        if self.initial_hash is not None and self.SHARE:
-            return self.initial_hash
-        return state_hash(state)
 
 
 def _error_observation(err: Exception) -> str:

@@ -83,7 +83,9 @@ def plan_actor(
     if work is state:  # no factory, or one breaking the fresh-object contract: copy
         work = copy_state(state)
     opening = space.opening(state, actor, rng)
-    live = LiveDump()  # `work` changes only through these calls: its dump carries over
+    # `work` changes only through these calls and is never hashed: each write dumps only the
+    # entries it touches (its tool's `touches`), not the whole world
+    live = LiveDump(hold=False)
     if not (
         run_actions(toolbox, work, opening.actions, live)
         and run_actions(toolbox, work, first.actions, live)

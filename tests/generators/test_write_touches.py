@@ -127,6 +127,7 @@ def test_incremental_writes_equal_whole_dumps(name):
     for seed in range(worlds):
         init = InitialState(seed=seed)
         fast, slow = domain.initial_state(init), domain.initial_state(init)
+        outlined = domain.initial_state(init)
         held = fast.model_dump(mode="json")
         parts = CanonicalParts()
         assert hashlib.sha256(parts.bytes_of(held)).hexdigest() == _reference_hash(held)
@@ -138,6 +139,16 @@ def test_incremental_writes_equal_whole_dumps(name):
             kept = copy.deepcopy(held)
             quick = toolbox.execute(fast, call, held, incremental=True)
             whole = toolbox.execute(slow, call, None, incremental=False)
+            lean = toolbox.execute(outlined, call, None, incremental=True, hold=False)
+            assert (lean.observation, lean.error, lean.diff) == (
+                whole.observation,
+                whole.error,
+                whole.diff,
+            ), call
+            assert lean.state_after is None
+            assert json.dumps(outlined.model_dump(mode="json")) == json.dumps(
+                slow.model_dump(mode="json")
+            ), f"{call}: the outlined write (or its undo) left another state"
             assert held == kept, f"{call}: the previous version's dump was changed"
             assert (quick.observation, quick.error, quick.mutating) == (
                 whole.observation,
