@@ -109,3 +109,23 @@ def test_touched_diff_equals_the_whole_diff_on_random_dumps():
         if rng.random() < 0.3:
             paths.append((rng.choice(list(before)), "untouched"))
         assert touched_diff(before, after, paths) == state_diff(before, after), (before, after)
+
+
+def test_outlines_diff_like_whole_dumps_and_undo_a_failed_call():
+    from trajforge.generators.state_dumps import outline, restore_outline
+
+    world = _world()
+    whole_before = world.model_dump(mode="json")
+    paths = [("items", "a"), ("items", "c"), ("note",)]
+    before = outline(world, paths)
+    world.items["a"].price = 1.0
+    world.items["c"] = Item(name="C")
+    world.note = "changed"
+    after = outline(world, paths)
+    assert state_diff(before, after) == state_diff(whole_before, world.model_dump(mode="json"))
+    untouched = world.items["b"]
+    restore_outline(world, before)  # as if the call had failed after mutating
+    assert json.dumps(world.model_dump(mode="json")) == json.dumps(whole_before)
+    assert world.items["b"] is untouched  # entries off the paths keep their objects
+    assert outline(world, [("counts", "a")]) is None  # a dict of plain values: whole dumps
+    assert outline(world, [("items", "a", "name")]) is None
