@@ -303,7 +303,9 @@ class Toolbox:
             restore_outline(state, before)
             return ToolExecution(_error_observation(err), "tool_error", (), True)
         after = outline(state, paths)
-        diff = state_diff(before, after) if after is not None else ()  # None: a retyped field
+        # an outline differs from the whole dump only off the paths, where it is equal before
+        # and after; None only if the call retyped a declared field (no diff to give)
+        diff = touched_diff(before, after, paths) if after is not None else ()
         return ToolExecution(_render_result(result), None, diff, True)
 
     def _touched(self, state: BaseModel, name: str, args: dict[str, Any]) -> list[DumpPath] | None:

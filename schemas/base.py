@@ -156,38 +156,50 @@ class CanonicalParts:
             return canonical_bytes(value)
         kept: dict[int, tuple[Any, bytes]] = {}
         fresh: list[Any] = []
-        layout = self._layout(value, self.depth, kept, fresh)
+        nested: list[tuple[dict, list[bytes | int]]] = []
+        layout = self._layout(value, self.depth, kept, fresh, nested)
         if fresh:
             for part, out in zip(fresh, _proved_bytes(fresh), strict=True):
                 kept[id(part)] = (part, out)
+        for container, inner in nested:  # listed after the collections inside them
+            kept[id(container)] = (container, _joined(inner, kept))
         self._parts = kept  # only this version's parts stay alive
-        return b"".join([kept[item][1] if type(item) is int else item for item in layout])
+        return _joined(layout, kept)
 
-    def _layout(self, value: dict, depth: int, kept: dict, fresh: list) -> list[bytes | int]:
+    def _layout(
+        self, value: dict, depth: int, kept: dict, fresh: list, nested: list
+    ) -> list[bytes | int]:
         """The canonical text of `value` as literal bytes and part ids; parts found in the
-        previous version's are kept, the others queued in `fresh`."""
+        previous version's are kept (a whole unchanged collection, such as the products of a
+        world no write touched, as one part), the others queued in `fresh`, and the
+        collections to lay out in `nested`."""
         layout: list[bytes | int] = []
         held = self._parts
         for key in sorted(value):
             layout.append(_key_bytes(key))
             child = value[key]
-            if depth > 1 and child and _str_keyed(child):
-                layout.extend(self._layout(child, depth - 1, kept, fresh))
-                continue
             ident = id(child)
-            if ident not in kept:
-                found = held.get(ident)
-                if found is not None and found[0] is child:
-                    kept[ident] = found
-                else:
-                    kept[ident] = (child, b"")  # its bytes once `fresh` is proved
-                    fresh.append(child)
             layout.append(ident)
+            if ident in kept:
+                continue
+            found = held.get(ident)
+            if found is not None and found[0] is child:
+                kept[ident] = found
+            elif depth > 1 and child and _str_keyed(child):
+                kept[ident] = (child, b"")  # its bytes once its parts are known
+                nested.append((child, self._layout(child, depth - 1, kept, fresh, nested)))
+            else:
+                kept[ident] = (child, b"")  # its bytes once `fresh` is proved
+                fresh.append(child)
         if not layout:
             return [b"{}"]
         layout[0] = b"{" + layout[0][1:]  # type: ignore[index]
         layout.append(b"}")
         return layout
+
+
+def _joined(layout: list[bytes | int], kept: dict[int, tuple[Any, bytes]]) -> bytes:
+    return b"".join([kept[item][1] if type(item) is int else item for item in layout])
 
 
 @functools.lru_cache(maxsize=1 << 16)

@@ -109,3 +109,13 @@ def test_a_new_version_proves_only_its_new_parts(monkeypatch):
     version = {**dumped, "orders": {**dumped["orders"], order_id: order}}
     assert parts.bytes_of(version) == canonical_bytes(version)
     assert proved == [1]
+
+
+def test_deeper_layouts_and_shared_collections():
+    """Three levels laid out part by part, and one collection object reached twice."""
+    shared = {"x": {"y": [1, None], "z": {}}, "w": 2.5}
+    whole = {"a": {"b": shared, "c": {"d": {"e": None}}}, "f": shared}
+    parts = CanonicalParts(depth=3)
+    assert parts.bytes_of(whole) == canonical_bytes(whole)
+    version = {**whole, "a": {**whole["a"], "c": {"d": {"e": 1e-7}}}}
+    assert parts.bytes_of(version) == canonical_bytes(version)
