@@ -172,7 +172,10 @@ def _dump_at(state: BaseModel, path: DumpPath) -> Any:
             owner, depth = node, i
             node = getattr(node, key)
         elif isinstance(node, dict):
-            node = node.get(key, _MISSING)
+            found = node.get(key, _MISSING)
+            if found is _MISSING and any(type(k) is not str for k in node):
+                raise _Unpatchable(path)  # keys the dump spells otherwise (ints): dump whole
+            node = found
         else:
             node = _MISSING
         if node is _MISSING:

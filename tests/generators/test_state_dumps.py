@@ -68,6 +68,17 @@ def test_unpatchable_paths_ask_for_a_whole_dump():
     assert patched_dump(world, before, [("log", "0")]) is None  # a list on the path
 
 
+def test_int_keyed_entries_ask_for_a_whole_dump():
+    class Ledger(BaseModel):
+        rows: dict[int, Item]
+
+    ledger = Ledger(rows={5: Item(name="five")})
+    before = ledger.model_dump(mode="json")
+    assert list(before["rows"]) == ["5"]
+    ledger.rows[5].price = 1.0
+    assert patched_dump(ledger, before, [("rows", "5")]) is None
+
+
 def _value(rng: random.Random, depth: int):
     kind = rng.randrange(5 if depth else 3)
     if kind == 0:
