@@ -9,6 +9,7 @@ one version to the next, so a version's hash re-encodes only what changed.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -27,20 +28,24 @@ class LiveDump:
     reads the last dump instead of dumping the whole world again.
 
     Why it stays current: a write hands back its `state_after` (a failed one the very dump it
-    restored the state from, `_restore`), and a read tool never
+    restored the state from, `restore_whole`), and a read tool never
     mutates (tests/generators/test_tooling.py holds every domain's read tools to that). Before
     the first write nothing is held and the state is dumped as before."""
 
     #: False dumps afresh around every call, as before this helper (the tests' reference).
     SHARE = True
 
-    def __init__(self, initial_hash: str | None = None, hold: bool = True) -> None:
+    def __init__(
+        self, initial_hash: str | None = None, hold: bool = True, journal: bool = False
+    ) -> None:
         self.dumped: dict[str, Any] | None = None
         #: False: a write with nothing held dumps only the entries it touches and no whole
         #: dump is ever held (for a state that is never hashed, such as a plan search's
         #: working copy; `state_hash` then dumps the state).
         self.hold = hold
         self.wrote = False
+        #: With `journal`, how to undo each write that ran, in order (`undo_all`).
+        self._journal: list[Callable[[BaseModel], None]] | None = [] if journal else None
         #: The canonical bytes of the held dump's entries, reused by the next version's hash.
         self.parts = CanonicalParts()
         #: The initial state's hash when the caller knows it (a replay memo entry): the final
@@ -54,8 +59,18 @@ class LiveDump:
         )
         if execution.state_after is not None and self.SHARE:
             self.dumped = execution.state_after
-        self.wrote |= execution.mutating and execution.error is None
+        ran = execution.mutating and execution.error is None
+        self.wrote |= ran
+        if ran and self._journal is not None and execution.undo is not None:
+            self._journal.append(execution.undo)
         return execution
+
+    def undo_all(self, state: BaseModel) -> None:
+        """Put `state` back as it was before the first journalled write (last write first)."""
+        for undo in reversed(self._journal or ()):
+            undo(state)
+        self._journal = [] if self._journal is not None else None
+        self.dumped, self.wrote = None, False
 
     def state_hash(self, state: BaseModel) -> str:
         """`state_hash(state)`, from the held dump when there is one, else (no write ran, so

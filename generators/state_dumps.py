@@ -276,6 +276,13 @@ def _entry_into(state: BaseModel, path: DumpPath, out: dict[str, Any]) -> bool:
     return True
 
 
+def restore_whole(state: BaseModel, dumped: dict[str, Any]) -> None:
+    """Undo a partial mutation after a failed call: a failed call never changes state."""
+    fresh = type(state).model_validate(dumped)
+    for name in type(state).model_fields:
+        setattr(state, name, getattr(fresh, name))
+
+
 def restore_outline(state: BaseModel, before: dict[str, Any]) -> None:
     """Undo a failed call from the outline taken before it: each touched field or entry is
     validated back from its dump (pydantic's assignment validator, as a whole-state

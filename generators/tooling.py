@@ -29,6 +29,7 @@ from trajforge.generators.state_dumps import (
     outline,
     patched_dump,
     restore_outline,
+    restore_whole,
     state_diff,
     touched_diff,
 )
@@ -171,6 +172,10 @@ class ToolExecution:
     #: write, anyway): replays and `LiveDump` hash it instead of dumping the state again.
     #: None for reads and for calls refused before running.
     state_after: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+    #: For a write that ran: puts the state back as it was before it (from the dump or the
+    #: outline taken before the call), for a caller that tries writes on a state it must
+    #: hand back unchanged (`LiveDump(journal=True)`, the plan search).
+    undo: Callable[[BaseModel], None] | None = field(default=None, repr=False, compare=False)
 
 
 def _render_result(value: Any) -> str:
@@ -202,6 +207,12 @@ class Toolbox:
         self._by_name = {s.name: s for s in self.specs}
         #: Which functions these are (memoised replays must not mix two toolboxes of a name).
         self.fingerprint = content_hash([[fn.__module__, fn.__qualname__] for fn in functions])
+
+    @property
+    def declares_touches(self) -> bool:
+        """Whether every write tool declares what it touches (so its writes can be undone
+        from the entries they dumped, and none dumps the whole world)."""
+        return all(self._touches[s.name] is not None for s in self.specs if s.mutates_state)
 
     def spec(self, name: str) -> ToolSpec | None:
         return self._by_name.get(name)
@@ -276,7 +287,7 @@ class Toolbox:
         try:
             result = self._functions[call.name](state, **args)
         except Exception as err:  # noqa: BLE001 - model-chosen arguments must never crash a run
-            _restore(state, before)  # the state is `before` again: hand that dump on too
+            restore_whole(state, before)  # the state is `before` again: hand that dump on too
             return ToolExecution(_error_observation(err), "tool_error", (), True, before)
         after = patched_dump(state, before, paths) if paths is not None else None
         if after is None:
@@ -284,7 +295,8 @@ class Toolbox:
             diff = state_diff(before, after)
         else:
             diff = touched_diff(before, after, paths)  # type: ignore[arg-type]
-        return ToolExecution(_render_result(result), None, diff, True, after)
+        undo = functools.partial(restore_whole, dumped=before)
+        return ToolExecution(_render_result(result), None, diff, True, after, undo)
 
     def _write_outlined(
         self,
@@ -294,9 +306,9 @@ class Toolbox:
         before: dict[str, Any],
         paths: list[DumpPath],
     ) -> ToolExecution:
-        """A write with no held dump (a plan search's working copy, a rollout's first write):
-        only the touched entries are dumped, before and after (`outline`), for the diff and
-        for the undo of a failed call; no whole dump is made, so none is handed on."""
+        """A write with no held dump and none wanted (the plan search): only the touched
+        entries are dumped, before and after (`outline`), for the diff and for the undo of a
+        failed call (or of this one, later); no whole dump is made, so none is handed on."""
         try:
             result = self._functions[call.name](state, **args)
         except Exception as err:  # noqa: BLE001 - model-chosen arguments must never crash a run
@@ -306,7 +318,8 @@ class Toolbox:
         # an outline differs from the whole dump only off the paths, where it is equal before
         # and after; None only if the call retyped a declared field (no diff to give)
         diff = touched_diff(before, after, paths) if after is not None else ()
-        return ToolExecution(_render_result(result), None, diff, True)
+        undo = functools.partial(restore_outline, before=before)
+        return ToolExecution(_render_result(result), None, diff, True, None, undo)
 
     def _touched(self, state: BaseModel, name: str, args: dict[str, Any]) -> list[DumpPath] | None:
         """The entries a call of `name` may mutate, or None (dump the whole state) when its
@@ -329,13 +342,6 @@ def _error_observation(err: Exception) -> str:
         return f"Error: {err}"
     detail = str(err)[:200] or "no detail"
     return f"Error: the tool failed on these arguments ({type(err).__name__}: {detail})"
-
-
-def _restore(state: BaseModel, dumped: dict[str, Any]) -> None:
-    """Undo a partial mutation after a failed call: a failed call never changes state."""
-    fresh = type(state).model_validate(dumped)
-    for name in type(state).model_fields:
-        setattr(state, name, getattr(fresh, name))
 
 
 # ---------------------------------------------------------------------------------------------
