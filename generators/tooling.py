@@ -10,7 +10,7 @@ never crashes on a bad call; it keeps going with the error as the tool's answer.
 
 from __future__ import annotations
 
-import copy
+import functools
 import inspect
 import json
 import re
@@ -21,7 +21,20 @@ from typing import Any, Protocol, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+# LiveDump, apply_patches and state_hash moved out; still imported from here by callers
+from trajforge.generators.live_dump import LiveDump as LiveDump
 from trajforge.generators.phrasing import NO_PHRASING
+from trajforge.generators.state_dumps import (
+    DumpPath,
+    outline,
+    patched_dump,
+    restore_outline,
+    restore_whole,
+    state_diff,
+    touched_diff,
+)
+from trajforge.generators.state_dumps import apply_patches as apply_patches
+from trajforge.generators.state_dumps import state_hash as state_hash
 from trajforge.generators.vocabulary import DomainVocabulary
 from trajforge.schemas import (
     DiffEntry,
@@ -29,13 +42,16 @@ from trajforge.schemas import (
     Persona,
     Rejected,
     RejectionReason,
-    StatePatch,
     Task,
     ToolCall,
     ToolKind,
     ToolSpec,
     content_hash,
 )
+
+#: `touches(state, arguments) -> paths`: the entries of the dump (paths of keys from its top,
+#: such as ("orders", order_id)) that a write may mutate, read from the state before the call.
+Touches = Callable[[Any, dict[str, Any]], Iterable[DumpPath]]
 
 
 class ToolError(Exception):
@@ -54,11 +70,20 @@ class TaskRejected(Rejected):
 # Declaring tools
 
 
-def tool(kind: ToolKind) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Mark a function as a tool of the given kind. Write/transfer tools mutate state."""
+def tool(
+    kind: ToolKind, touches: Touches | None = None
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Mark a function as a tool of the given kind. Write/transfer tools mutate state.
+
+    `touches` (optional, for write/transfer tools): names every entry a call may mutate, so
+    the toolbox re-dumps only those after the call instead of the whole world. It must cover
+    failed calls' partial mutations too: an undeclared mutation would corrupt the held dump
+    (tests/generators/test_write_touches.py holds every domain's writes to it). Without it a
+    write dumps the whole state, as before."""
 
     def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
         fn.__tool_kind__ = kind  # type: ignore[attr-defined]
+        fn.__tool_touches__ = touches  # type: ignore[attr-defined]
         return fn
 
     return mark
@@ -81,8 +106,12 @@ def _docstring_parts(doc: str) -> tuple[str, dict[str, str]]:
     return " ".join(head.split()), arg_docs
 
 
+@functools.lru_cache(maxsize=1024)
 def _arguments_model(fn: Callable[..., Any]) -> type[BaseModel]:
-    """A pydantic model of the function's parameters after `state` (extra arguments refused)."""
+    """A pydantic model of the function's parameters after `state` (extra arguments refused).
+
+    Cached per function: a domain is rebuilt wherever it is unpickled (each worker, each
+    bundle), and building these models and their schemas was ~1% of a build's CPU."""
     hints = get_type_hints(fn)
     params = list(inspect.signature(fn).parameters.values())[1:]
     _, arg_docs = _docstring_parts(fn.__doc__ or "")
@@ -99,6 +128,7 @@ def _arguments_model(fn: Callable[..., Any]) -> type[BaseModel]:
     )
 
 
+@functools.lru_cache(maxsize=1024)
 def spec_from_function(fn: Callable[..., Any]) -> ToolSpec:
     """ToolSpec from a @tool function: name, docstring description, JSON schema of arguments."""
     kind: ToolKind = getattr(fn, "__tool_kind__", None) or _missing_kind(fn)
@@ -123,83 +153,6 @@ def _missing_kind(fn: Callable[..., Any]) -> ToolKind:
 
 
 # ---------------------------------------------------------------------------------------------
-# State helpers
-
-
-def state_hash(state: BaseModel) -> str:
-    """Stable hash of a world state: sha256 of its canonical JSON."""
-    return content_hash(state.model_dump(mode="json"))
-
-
-def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:
-    if isinstance(value, dict) and value:
-        for k, v in value.items():
-            _flatten(v, f"{prefix}.{k}" if prefix else str(k), out)
-    elif isinstance(value, list) and value:
-        for i, v in enumerate(value):
-            _flatten(v, f"{prefix}[{i}]", out)
-    else:
-        out[prefix] = value
-
-
-def _flatten_changed(x: Any, y: Any, prefix: str, a: dict[str, Any], b: dict[str, Any]) -> None:
-    """Flatten only the subtrees where `x` and `y` differ (equal subtrees are skipped whole).
-
-    Gives the same changed leaves as flattening both states, without walking the unchanged
-    bulk of a large state on every write.
-    """
-    if x == y:
-        return
-    if isinstance(x, dict) and isinstance(y, dict) and x and y:
-        for k in x.keys() | y.keys():
-            path = f"{prefix}.{k}" if prefix else str(k)
-            if k in x and k in y:
-                _flatten_changed(x[k], y[k], path, a, b)
-            elif k in x:
-                _flatten(x[k], path, a)
-            else:
-                _flatten(y[k], path, b)
-    elif isinstance(x, list) and isinstance(y, list) and x and y:
-        for i in range(max(len(x), len(y))):
-            path = f"{prefix}[{i}]"
-            if i < len(x) and i < len(y):
-                _flatten_changed(x[i], y[i], path, a, b)
-            elif i < len(x):
-                _flatten(x[i], path, a)
-            else:
-                _flatten(y[i], path, b)
-    else:
-        _flatten(x, prefix, a)
-        _flatten(y, prefix, b)
-
-
-def state_diff(before: dict[str, Any], after: dict[str, Any]) -> tuple[DiffEntry, ...]:
-    """Changed leaves between two dumped states, as sorted (path, before, after) entries."""
-    a: dict[str, Any] = {}
-    b: dict[str, Any] = {}
-    _flatten_changed(before, after, "", a, b)
-    paths = sorted(set(a) | set(b))
-    return tuple(
-        DiffEntry(path=p, before=a.get(p), after=b.get(p)) for p in paths if a.get(p) != b.get(p)
-    )
-
-
-def apply_patches(state: BaseModel, patches: Iterable[StatePatch]) -> BaseModel:
-    """Return a copy of `state` with each dotted-path patch (`orders.#W1.status`) applied."""
-    data = state.model_dump(mode="json")
-    for patch in patches:
-        *parents, leaf = patch.path.split(".")
-        node = data
-        for key in parents:
-            node = node[int(key)] if isinstance(node, list) else node[key]
-        if isinstance(node, list):
-            node[int(leaf)] = copy.deepcopy(patch.value)
-        else:
-            node[leaf] = copy.deepcopy(patch.value)
-    return type(state).model_validate(data)
-
-
-# ---------------------------------------------------------------------------------------------
 # Executing calls
 
 
@@ -215,6 +168,10 @@ class ToolExecution:
     #: write, anyway): replays and `LiveDump` hash it instead of dumping the state again.
     #: None for reads and for calls refused before running.
     state_after: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+    #: For a write that ran: puts the state back as it was before it (from the dump or the
+    #: outline taken before the call), for a caller that tries writes on a state it must
+    #: hand back unchanged (`LiveDump(journal=True)`, the plan search).
+    undo: Callable[[BaseModel], None] | None = field(default=None, repr=False, compare=False)
 
 
 def _render_result(value: Any) -> str:
@@ -239,10 +196,19 @@ class Toolbox:
     def __init__(self, functions: Sequence[Callable[..., Any]]):
         self._functions = {fn.__name__: fn for fn in functions}
         self._models = {fn.__name__: _arguments_model(fn) for fn in functions}
+        self._touches: dict[str, Touches | None] = {
+            fn.__name__: getattr(fn, "__tool_touches__", None) for fn in functions
+        }
         self.specs: tuple[ToolSpec, ...] = tuple(spec_from_function(fn) for fn in functions)
         self._by_name = {s.name: s for s in self.specs}
         #: Which functions these are (memoised replays must not mix two toolboxes of a name).
         self.fingerprint = content_hash([[fn.__module__, fn.__qualname__] for fn in functions])
+
+    @property
+    def declares_touches(self) -> bool:
+        """Whether every write tool declares what it touches (so its writes can be undone
+        from the entries they dumped, and none dumps the whole world)."""
+        return all(self._touches[s.name] is not None for s in self.specs if s.mutates_state)
 
     def spec(self, name: str) -> ToolSpec | None:
         return self._by_name.get(name)
@@ -252,14 +218,23 @@ class Toolbox:
         return tuple(self._functions.values())
 
     def execute(
-        self, state: BaseModel, call: ToolCall, dumped: dict[str, Any] | None = None
+        self,
+        state: BaseModel,
+        call: ToolCall,
+        dumped: dict[str, Any] | None = None,
+        incremental: bool = True,
+        hold: bool = True,
     ) -> ToolExecution:
         """Run one call against `state` (mutated in place on success); never raises.
 
         `dumped` is `state.model_dump(mode="json")` when the caller already holds it (a live
         loop keeps the last write's `state_after`: read tools and failed writes leave the
         state as it was), so a write dumps the state once instead of twice. The caller
-        vouches that it is current; `LiveDump` is the one helper that keeps it so."""
+        vouches that it is current; `LiveDump` is the one helper that keeps it so.
+        `incremental`: a write whose tool declares `touches` re-dumps only those entries
+        after the call (False: the whole state, the reference the tests compare with).
+        `hold=False` with no `dumped`: such a write dumps only its entries, before and after,
+        and hands no whole dump on (a caller that never hashes: the plan search)."""
         spec = self._by_name.get(call.name)
         if spec is None:
             known = ", ".join(sorted(self._functions))
@@ -281,59 +256,77 @@ class Toolbox:
                 (),
                 spec.mutates_state,
             )
-        # Only mutating tools need the snapshot (to undo a failed call and to diff); skipping it
-        # for reads halves the cost of a typical rollout step on a large state.
-        before = None
-        if spec.mutates_state:
-            before = dumped if dumped is not None else state.model_dump(mode="json")
-        try:
-            result = self._functions[call.name](state, **dict(args))
-        except Exception as err:  # noqa: BLE001 - model-chosen arguments must never crash a run
-            if before is None:
+        if not spec.mutates_state:
+            try:
+                result = self._functions[call.name](state, **dict(args))
+            except Exception as err:  # noqa: BLE001 - model-chosen arguments never crash a run
                 return ToolExecution(_error_observation(err), "tool_error", (), False)
-            _restore(state, before)  # the state is `before` again: hand that dump on too
+            return ToolExecution(_render_result(result), None, (), False)
+        paths = self._touched(state, call.name, dict(args)) if incremental else None
+        if dumped is None and not hold and paths is not None:
+            before = outline(state, paths)
+            if before is not None:
+                return self._write_outlined(state, call, dict(args), before, paths)
+        return self._write(state, call, dict(args), dumped, paths)
+
+    def _write(
+        self,
+        state: BaseModel,
+        call: ToolCall,
+        args: dict[str, Any],
+        dumped: dict[str, Any] | None,
+        paths: list[DumpPath] | None,
+    ) -> ToolExecution:
+        """A write diffed between whole dumps: `dumped` (the held one) or a fresh dump before,
+        and after it the held dump patched at `paths` (or, without them, a fresh dump)."""
+        before = dumped if dumped is not None else state.model_dump(mode="json")
+        try:
+            result = self._functions[call.name](state, **args)
+        except Exception as err:  # noqa: BLE001 - model-chosen arguments must never crash a run
+            restore_whole(state, before)  # the state is `before` again: hand that dump on too
             return ToolExecution(_error_observation(err), "tool_error", (), True, before)
-        if before is None:
-            return ToolExecution(_render_result(result), None, (), spec.mutates_state)
-        after = state.model_dump(mode="json")
-        diff = state_diff(before, after)
-        return ToolExecution(_render_result(result), None, diff, spec.mutates_state, after)
+        after = patched_dump(state, before, paths) if paths is not None else None
+        if after is None:
+            after = state.model_dump(mode="json")
+            diff = state_diff(before, after)
+        else:
+            diff = touched_diff(before, after, paths)  # type: ignore[arg-type]
+        undo = functools.partial(restore_whole, dumped=before)
+        return ToolExecution(_render_result(result), None, diff, True, after, undo)
 
+    def _write_outlined(
+        self,
+        state: BaseModel,
+        call: ToolCall,
+        args: dict[str, Any],
+        before: dict[str, Any],
+        paths: list[DumpPath],
+    ) -> ToolExecution:
+        """A write with no held dump and none wanted (the plan search): only the touched
+        entries are dumped, before and after (`outline`), for the diff and for the undo of a
+        failed call (or of this one, later); no whole dump is made, so none is handed on."""
+        try:
+            result = self._functions[call.name](state, **args)
+        except Exception as err:  # noqa: BLE001 - model-chosen arguments must never crash a run
+            restore_outline(state, before)
+            return ToolExecution(_error_observation(err), "tool_error", (), True)
+        after = outline(state, paths)
+        # an outline differs from the whole dump only off the paths, where it is equal before
+        # and after; None only if the call retyped a declared field (no diff to give)
+        diff = touched_diff(before, after, paths) if after is not None else ()
+        undo = functools.partial(restore_outline, before=before)
+        return ToolExecution(_render_result(result), None, diff, True, None, undo)
 
-class LiveDump:
-    """The current dump of one live state that only `Toolbox.execute` mutates, kept across
-    calls so that a write's "before" is the previous write's "after" and the final state hash
-    reads the last dump instead of dumping the whole world again.
-
-    Why it stays current: a write hands back its `state_after` (a failed one the very dump it
-    restored the state from, `_restore`), and a read tool never
-    mutates (tests/generators/test_tooling.py holds every domain's read tools to that). Before
-    the first write nothing is held and the state is dumped as before."""
-
-    #: False dumps afresh around every call, as before this helper (the tests' reference).
-    SHARE = True
-
-    def __init__(self, initial_hash: str | None = None) -> None:
-        self.dumped: dict[str, Any] | None = None
-        #: The initial state's hash when the caller knows it (a replay memo entry): the final
-        #: hash of a run in which no write ran.
-        self.initial_hash = initial_hash
-
-    def execute(self, toolbox: Toolbox, state: BaseModel, call: ToolCall) -> ToolExecution:
-        """`toolbox.execute` with the held dump; holds the write's `state_after`."""
-        execution = toolbox.execute(state, call, self.dumped)
-        if execution.state_after is not None and self.SHARE:
-            self.dumped = execution.state_after
-        return execution
-
-    def state_hash(self, state: BaseModel) -> str:
-        """`state_hash(state)`, from the held dump when there is one, else (no write ran, so
-        the state is still the initial one) from the known initial hash."""
-        if self.dumped is not None:
-            return content_hash(self.dumped)
-        if self.initial_hash is not None and self.SHARE:
-            return self.initial_hash
-        return state_hash(state)
+    def _touched(self, state: BaseModel, name: str, args: dict[str, Any]) -> list[DumpPath] | None:
+        """The entries a call of `name` may mutate, or None (dump the whole state) when its
+        tool declares none or its declaration fails on these arguments."""
+        touches = self._touches[name]
+        if touches is None:
+            return None
+        try:
+            return [tuple(path) for path in touches(state, args)]
+        except Exception:  # noqa: BLE001 - a declaration's bug costs a whole dump, not a crash
+            return None
 
 
 def _error_observation(err: Exception) -> str:
@@ -345,13 +338,6 @@ def _error_observation(err: Exception) -> str:
         return f"Error: {err}"
     detail = str(err)[:200] or "no detail"
     return f"Error: the tool failed on these arguments ({type(err).__name__}: {detail})"
-
-
-def _restore(state: BaseModel, dumped: dict[str, Any]) -> None:
-    """Undo a partial mutation after a failed call: a failed call never changes state."""
-    fresh = type(state).model_validate(dumped)
-    for name in type(state).model_fields:
-        setattr(state, name, getattr(fresh, name))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,7 +12,8 @@ A domain on the kit supplies (see generators/domains/toy/ for a complete small e
 search (`best_plan`: leading task type drawn uniformly, sub-goals replayed on a working copy so
 later ones see earlier effects), the gold final hash (`gold_final_hash`: a replay through
 `Toolbox.execute` on a copy, exactly as the outcome check replays), scenario assembly
-(`scenario_from_plan`) and the `Task` record.
+(`scenario_from_plan`) and the `Task` record. Write tools declare which entries they may
+mutate with `entry`, `field` or `nothing` (touches.py), so a write re-dumps only those.
 """
 
 from trajforge.generators.domain_kit.assembly import (
@@ -26,6 +27,7 @@ from trajforge.generators.domain_kit.assembly import (
 from trajforge.generators.domain_kit.goals import Opening, SubGoal, SubGoalBuilder, act
 from trajforge.generators.domain_kit.planning import Plan, TaskSpace, best_plan, plan_actor
 from trajforge.generators.domain_kit.replay import copy_state, gold_final_hash, run_actions
+from trajforge.generators.domain_kit.touches import entry, field, nothing
 
 __all__ = [
     "DISCLOSURE_RULES",
@@ -38,8 +40,11 @@ __all__ = [
     "act",
     "best_plan",
     "copy_state",
+    "entry",
+    "field",
     "generic_instructions",
     "gold_final_hash",
+    "nothing",
     "numbered_requests",
     "plan_actor",
     "run_actions",

@@ -70,20 +70,45 @@ def plan_actor(
 ) -> Plan | None:
     """Up to `complexity` feasible sub-goals for one actor, the first of type `types[0]`.
 
-    Each sub-goal is executed on a working copy before the next is built, so later ones see
-    earlier effects. None when the first type is infeasible for this actor. `fresh` makes the
-    working copy (a new state equal to `state`, sharing nothing with it); by default a JSON
-    round trip of `state`, but a domain that keeps its world as plain data builds one for less
-    than half of that (one validation), and synthesis passes its `initial_state` that way.
+    Each sub-goal is executed before the next is built, so later ones see earlier effects.
+    None when the first type is infeasible for this actor. When every write tool declares what
+    it touches, the sub-goals run on `state` itself and every write is undone afterwards (from
+    the entries it dumped before the call), so `state` is handed back as it came, without a
+    working copy (a validation of the whole world per actor tried). Otherwise on a working
+    copy: `fresh` makes it (a new state equal to `state`, sharing nothing with it), by
+    default a JSON round trip of `state`.
     """
     first = space.builders[types[0]](state, actor, rng, frozenset())
     if first is None:  # decided on the untouched state: the opening is assumed read-only
         return None
+    opening = space.opening(state, actor, rng)
+    if toolbox.declares_touches and LiveDump.SHARE:
+        # never hashed: each write dumps only the entries it touches, and is undone at the end
+        live = LiveDump(hold=False, journal=True)
+        try:
+            return _grow(space, toolbox, state, actor, types, complexity, rng, first, opening, live)
+        finally:
+            live.undo_all(state)
     work = fresh() if fresh is not None else state
     if work is state:  # no factory, or one breaking the fresh-object contract: copy
         work = copy_state(state)
-    opening = space.opening(state, actor, rng)
-    live = LiveDump()  # `work` changes only through these calls: its dump carries over
+    live = LiveDump(hold=False)
+    return _grow(space, toolbox, work, actor, types, complexity, rng, first, opening, live)
+
+
+def _grow(
+    space: TaskSpace,
+    toolbox: Toolbox,
+    work: BaseModel,
+    actor: str,
+    types: Sequence[str],
+    complexity: int,
+    rng: random.Random,
+    first: SubGoal,
+    opening: Opening,
+    live: LiveDump,
+) -> Plan | None:
+    """Run the opening and the first sub-goal on `work`, then add feasible sub-goals."""
     if not (
         run_actions(toolbox, work, opening.actions, live)
         and run_actions(toolbox, work, first.actions, live)

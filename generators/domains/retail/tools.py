@@ -13,10 +13,12 @@ import math
 import operator
 from typing import Any, Literal
 
+from trajforge.generators.domain_kit.touches import entry, nothing
 from trajforge.generators.domains.retail import lookups
 from trajforge.generators.domains.retail.data_model import (
     RetailState,
 )
+from trajforge.generators.state_dumps import DumpPath
 from trajforge.generators.tooling import ToolError, tool
 
 CancelReason = Literal["no longer needed", "ordered by mistake"]
@@ -146,10 +148,19 @@ def calculate(state: RetailState, expression: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Write tools
+# Write tools, each declaring the entries it may mutate (so a write re-dumps only those)
+
+_ORDER = entry("orders", "order_id")
+_USER = entry("users", "user_id")
 
 
-@tool("write")
+def _order_and_payer(state: RetailState, arguments: dict[str, Any]) -> list[DumpPath]:
+    """The order and its user: payments and refunds move the user's gift-card balances."""
+    order = state.orders.get(arguments["order_id"])
+    return [("orders", arguments["order_id"]), *([("users", order.user_id)] if order else [])]
+
+
+@tool("write", touches=_order_and_payer)
 def cancel_pending_order(state: RetailState, order_id: str, reason: CancelReason) -> dict[str, Any]:
     """Cancel a pending order and refund every payment to its original payment method.
 
@@ -174,7 +185,7 @@ def cancel_pending_order(state: RetailState, order_id: str, reason: CancelReason
     return order.model_dump(mode="json")
 
 
-@tool("write")
+@tool("write", touches=_order_and_payer)
 def modify_pending_order_items(
     state: RetailState,
     order_id: str,
@@ -208,7 +219,7 @@ def modify_pending_order_items(
     return order.model_dump(mode="json")
 
 
-@tool("write")
+@tool("write", touches=_ORDER)
 def modify_pending_order_address(
     state: RetailState,
     order_id: str,
@@ -236,7 +247,7 @@ def modify_pending_order_address(
     return order.model_dump(mode="json")
 
 
-@tool("write")
+@tool("write", touches=_order_and_payer)
 def modify_pending_order_payment(
     state: RetailState, order_id: str, payment_method_id: str
 ) -> dict[str, Any]:
@@ -262,7 +273,7 @@ def modify_pending_order_payment(
     return order.model_dump(mode="json")
 
 
-@tool("write")
+@tool("write", touches=_USER)
 def modify_user_address(
     state: RetailState,
     user_id: str,
@@ -289,7 +300,7 @@ def modify_user_address(
     return user.model_dump(mode="json")
 
 
-@tool("write")
+@tool("write", touches=_ORDER)
 def return_delivered_order_items(
     state: RetailState, order_id: str, item_ids: list[str], payment_method_id: str
 ) -> dict[str, Any]:
@@ -317,7 +328,7 @@ def return_delivered_order_items(
     return order.model_dump(mode="json")
 
 
-@tool("write")
+@tool("write", touches=_ORDER)
 def exchange_delivered_order_items(
     state: RetailState,
     order_id: str,
@@ -348,7 +359,7 @@ def exchange_delivered_order_items(
     return order.model_dump(mode="json")
 
 
-@tool("transfer")
+@tool("transfer", touches=nothing)
 def transfer_to_human_agents(state: RetailState, summary: str) -> str:
     """Transfer the user to a human agent, only when the request is outside what you can do.
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trajforge.generators.domain_kit.touches import field
 from trajforge.generators.domains.search.data_model import (
     SearchState,
     normalise_answer,
@@ -79,7 +80,7 @@ def find(state: SearchState, doc_id: str, text: str) -> list[str]:
     return hits
 
 
-@tool("write")
+@tool("write", touches=field("answer"))
 def answer(state: SearchState, text: str) -> str:
     """Give the final answer to the user's question (only once; it cannot be changed).
 

@@ -7,6 +7,7 @@ toolbox turns that into the "Error: ..." observation the agent sees.
 
 from __future__ import annotations
 
+from trajforge.generators.domain_kit.touches import entry, nothing
 from trajforge.generators.domains.toy.data_model import Account, ToyState
 from trajforge.generators.tooling import ToolError, tool
 
@@ -41,7 +42,7 @@ def get_account(state: ToyState, account_id: str) -> dict:
     return _account(state, account_id).model_dump()
 
 
-@tool("write")
+@tool("write", touches=entry("accounts", "account_id"))
 def deposit(state: ToyState, account_id: str, amount: float) -> dict:
     """Deposit money into an open account.
 
@@ -58,7 +59,7 @@ def deposit(state: ToyState, account_id: str, amount: float) -> dict:
     return {"account_id": account_id, "balance": f"{account.balance:.2f}"}
 
 
-@tool("transfer")
+@tool("transfer", touches=nothing)
 def transfer_to_human_agents(state: ToyState, summary: str) -> str:
     """Hand the conversation to a human agent.
 

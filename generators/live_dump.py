@@ -1,0 +1,86 @@
+"""`LiveDump`: the held dump of one live state, kept across the calls that mutate it.
+
+Split from tooling.py (the boundary that runs calls) because it is the other half of the
+incremental path: the boundary patches a held dump at the entries a write declares
+(`tool(touches=...)`), and this keeps that dump and the canonical bytes of its entries from
+one version to the next, so a version's hash re-encodes only what changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from trajforge.generators.state_dumps import state_hash
+from trajforge.schemas import ToolCall, content_hash
+from trajforge.schemas.base import CanonicalParts
+
+if TYPE_CHECKING:
+    from trajforge.generators.tooling import Toolbox, ToolExecution
+
+
+class LiveDump:
+    """The current dump of one live state that only `Toolbox.execute` mutates, kept across
+    calls so that a write's "before" is the previous write's "after" and the final state hash
+    reads the last dump instead of dumping the whole world again.
+
+    Why it stays current: a write hands back its `state_after` (a failed one the very dump it
+    restored the state from, `restore_whole`), and a read tool never
+    mutates (tests/generators/test_tooling.py holds every domain's read tools to that). Before
+    the first write nothing is held and the state is dumped as before."""
+
+    #: False dumps afresh around every call, as before this helper (the tests' reference).
+    SHARE = True
+
+    def __init__(
+        self, initial_hash: str | None = None, hold: bool = True, journal: bool = False
+    ) -> None:
+        self.dumped: dict[str, Any] | None = None
+        #: False: a write with nothing held dumps only the entries it touches and no whole
+        #: dump is ever held (for a state that is never hashed, such as a plan search's
+        #: working copy; `state_hash` then dumps the state).
+        self.hold = hold
+        self.wrote = False
+        #: With `journal`, how to undo each write that ran, in order (`undo_all`).
+        self._journal: list[Callable[[BaseModel], None]] | None = [] if journal else None
+        #: The canonical bytes of the held dump's entries, reused by the next version's hash.
+        self.parts = CanonicalParts()
+        #: The initial state's hash when the caller knows it (a replay memo entry): the final
+        #: hash of a run in which no write ran.
+        self.initial_hash = initial_hash
+
+    def execute(self, toolbox: Toolbox, state: BaseModel, call: ToolCall) -> ToolExecution:
+        """`toolbox.execute` with the held dump; holds the write's `state_after`."""
+        execution = toolbox.execute(
+            state, call, self.dumped, incremental=self.SHARE, hold=self.hold
+        )
+        if execution.state_after is not None and self.SHARE:
+            self.dumped = execution.state_after
+        ran = execution.mutating and execution.error is None
+        self.wrote |= ran
+        if ran and self._journal is not None and execution.undo is not None:
+            self._journal.append(execution.undo)
+        return execution
+
+    def undo_all(self, state: BaseModel) -> None:
+        """Put `state` back as it was before the first journalled write (last write first)."""
+        for undo in reversed(self._journal or ()):
+            undo(state)
+        self._journal = [] if self._journal is not None else None
+        self.dumped, self.wrote = None, False
+
+    def state_hash(self, state: BaseModel) -> str:
+        """`state_hash(state)`, from the held dump when there is one, else (no write ran, so
+        the state is still the initial one) from the known initial hash."""
+        if self.dumped is None and self.wrote:
+            return state_hash(state)  # written to without holding a dump (`hold=False`)
+        if self.dumped is not None:
+            if not self.SHARE:
+                return content_hash(self.dumped)
+            return hashlib.sha256(self.parts.bytes_of(self.dumped)).hexdigest()
+        if self.initial_hash is not None and self.SHARE:
+            return self.initial_hash
+        return state_hash(state)
