@@ -2,7 +2,7 @@
 
     records -> SplitKeys -> (one list) -> SplitPlan (side input) + splits.json
     records -> near-duplicate pairs in bounded MinHash buckets -> (one list) -> SplitPlan
-    records + plan -> record with split -> per output: (split, shard) -> GroupByKey -> Parquet
+    records + plan -> record with split -> (output, split, shard) -> GroupByKey -> Parquet
 
 Only the small per-record keys meet on one worker; each shard's rows meet on the worker that
 writes the shard. Shards of a split are filled by rank (id order), so they differ by at most
@@ -101,26 +101,30 @@ class WriteOutputs(beam.PTransform):
             | "SplitsReport" >> beam.Map(plan_json, beam.pvalue.AsSingleton(keys))
             | "WriteSplitsReport" >> WriteTextFile(io.join(self.run_dir, io.SPLITS_FILE))
         )
-        plan_side = beam.pvalue.AsSingleton(plan)
-        for output in self.outputs:
-            (
-                records
-                | f"Key{output}" >> beam.FlatMap(_keyed_rows, output, plan_side)
-                | f"Group{output}" >> beam.GroupByKey()
-                | f"Write{output}" >> beam.Map(_write, output, self.run_dir)
-            )
+        (  # one keying, one GroupByKey and one writer for every output: the local runner pays
+            # set-up per transform and per fused stage, and five outputs had five of each
+            records
+            | "KeyRows" >> beam.FlatMap(_keyed_rows, self.outputs, beam.pvalue.AsSingleton(plan))
+            | "GroupShards" >> beam.GroupByKey()
+            | "WriteShards" >> beam.Map(_write, self.run_dir)
+        )
         return records
 
 
-def _keyed_rows(record: DatasetRecord, output: str, plan: splits.SplitPlan):
-    split, shard, n = plan.shard_of(output, record.id)
-    assigned = record.model_copy(update={"split": split, "cluster_id": plan.cluster_of[record.id]})
-    for row in shards.rows_of(output, assigned):
-        yield (split, shard, n), row
+def _keyed_rows(record: DatasetRecord, outputs: tuple[str, ...], plan: splits.SplitPlan):
+    """Every output's rows of one record, keyed by the shard that holds them."""
+    assigned = {}  # split -> the record with its split and cluster (one copy per record)
+    for output in outputs:
+        split, shard, n = plan.shard_of(output, record.id)
+        if split not in assigned:
+            update = {"split": split, "cluster_id": plan.cluster_of[record.id]}
+            assigned[split] = record.model_copy(update=update)
+        for row in shards.rows_of(output, assigned[split]):
+            yield (output, split, shard, n), row
 
 
-def _write(group: tuple[tuple[str, int, int], list], output: str, run_dir: str) -> str:
-    (split, shard, n), rows = group
+def _write(group: tuple[tuple[str, str, int, int], list], run_dir: str) -> str:
+    (output, split, shard, n), rows = group
     path = shards.shard_path(run_dir, output, split, shard, n)
     shards.write_shard(path, list(rows), shards.features_of(output))
     return path
