@@ -172,3 +172,15 @@ def test_rejected_records_are_sharded_by_size_with_a_summary(tmp_path):
         ("outcome", "outcome_failed"): 10,
     }
     assert len(list(io.jsonl_records(str(tmp_path), io.REJECTED_DIR))) == 40
+
+
+def test_no_rejected_records_give_no_shard_and_an_empty_summary(tmp_path):
+    with BeamTestPipeline(options=options()) as p:
+        _ = (
+            p
+            | beam.Create([]).with_output_types(Rejection)
+            | WriteShardedJsonl(str(tmp_path), io.REJECTED_DIR)
+        )
+    assert not list((tmp_path / io.REJECTED_DIR).glob("*.jsonl"))
+    summary = (tmp_path / io.REJECTED_DIR / io.JSONL_SUMMARY_FILE).read_text()
+    assert summary == '{"counts": [], "shards": []}\n'
