@@ -42,10 +42,27 @@ def near_pairs(records, near: NearDupConfig | None, threshold: float):
         | "NearItems"
         >> beam.Map(lambda r: dedup_item(Trajectory.from_json(r.trajectory_json), r.id))
         | "SplitNearPairs" >> NearDupPairs(near, verify_at=threshold, family="split_near")
-        | "AsPair" >> beam.Map(lambda flag: (flag[1][1], flag[0]))
-        | "UniquePairs" >> beam.Distinct()
-        | "GatherPairs" >> beam.combiners.ToList()
+        | "GatherPairs" >> beam.CombineGlobally(UniquePairs())
     )
+
+
+class UniquePairs(beam.CombineFn):
+    """Flags (larger id, (reason, smaller id)) -> the sorted, distinct (smaller, larger) id
+    pairs: one combine instead of a pair map, a Distinct and a ToList (`plan_splits` sorts
+    and dedups its pairs itself, so the plan is the same)."""
+
+    def create_accumulator(self) -> set[tuple[str, str]]:
+        return set()
+
+    def add_input(self, acc: set[tuple[str, str]], flag) -> set[tuple[str, str]]:
+        acc.add((flag[1][1], flag[0]))
+        return acc
+
+    def merge_accumulators(self, accs) -> set[tuple[str, str]]:
+        return set().union(*accs)
+
+    def extract_output(self, acc: set[tuple[str, str]]) -> list[tuple[str, str]]:
+        return sorted(acc)
 
 
 def plan_json(plan: splits.SplitPlan, items: list[splits.SplitKeys]) -> str:

@@ -184,3 +184,16 @@ def test_no_rejected_records_give_no_shard_and_an_empty_summary(tmp_path):
     assert not list((tmp_path / io.REJECTED_DIR).glob("*.jsonl"))
     summary = (tmp_path / io.REJECTED_DIR / io.JSONL_SUMMARY_FILE).read_text()
     assert summary == '{"counts": [], "shards": []}\n'
+
+
+def test_split_pairs_gather_sorted_and_distinct_across_merges():
+    from trajforge.pipelines.transforms.outputs import UniquePairs
+
+    fn = UniquePairs()
+    first = fn.create_accumulator()
+    for flag in [("b", ("near_duplicate", "a")), ("d", ("near_duplicate", "c"))] * 2:
+        first = fn.add_input(first, flag)
+    second = fn.add_input(fn.create_accumulator(), ("b", ("near_duplicate", "a")))
+    merged = fn.merge_accumulators([first, second, fn.create_accumulator()])
+    assert fn.extract_output(merged) == [("a", "b"), ("c", "d")]
+    assert fn.extract_output(fn.create_accumulator()) == []
