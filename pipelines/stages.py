@@ -173,6 +173,21 @@ def _difficulty_columns(trajectory: Trajectory) -> dict:
     }
 
 
+#: id(domain) -> (domain, its tools_json): every exported row of a domain carries the same
+#: tool list, which was rebuilt (every tool's schema, then JSON) for each row.
+_TOOLS_JSON: dict[int, tuple[object, str]] = {}
+
+
+def tools_json(domain) -> str:
+    """The domain's tools in OpenAI shape as JSON, computed once per domain object (the entry
+    holds the domain, so its id is never reused while cached)."""
+    cached = _TOOLS_JSON.get(id(domain))
+    if cached is None or cached[0] is not domain:
+        text = json.dumps([s.openai_schema() for s in domain.toolbox.specs], sort_keys=True)
+        cached = _TOOLS_JSON[id(domain)] = (domain, text)
+    return cached[1]
+
+
 def to_dataset_record(res: StageResources, trajectory: Trajectory) -> DatasetRecord:
     """The exported row: OpenAI-format messages and tools, plus what filtering needs. The split
     is assigned later, per leakage cluster, from `split_keys` (pipelines/splits.py)."""
@@ -180,7 +195,8 @@ def to_dataset_record(res: StageResources, trajectory: Trajectory) -> DatasetRec
     from trajforge.schemas.sanitize import find_control_token
 
     task = trajectory.task
-    leaked = find_control_token(trajectory.to_json())
+    trajectory_json = trajectory.to_json()  # once: the control-token check reads it too
+    leaked = find_control_token(trajectory_json)
     if leaked is not None:  # the schema boundary should make this impossible: never export it
         raise Rejected("control_token", f"control token {leaked!r} in the trajectory")
     splits = res.config.output.splits
@@ -195,17 +211,14 @@ def to_dataset_record(res: StageResources, trajectory: Trajectory) -> DatasetRec
         persona_id=task.persona.id,
         mode=trajectory.mode,
         messages_json=json.dumps(exported_messages(trajectory), sort_keys=True),
-        tools_json=json.dumps(
-            [s.openai_schema() for s in res.domain_for(task.domain).toolbox.specs],
-            sort_keys=True,
-        ),
+        tools_json=tools_json(res.domain_for(task.domain)),
         num_turns=sum(1 for m in trajectory.messages if m.role == "user"),
         num_tool_calls=len(trajectory.steps),
         termination=trajectory.termination,
         outcome_passed=bool(trajectory.outcome and trajectory.outcome.passed),
         final_state_hash=trajectory.final_state_hash,
         judge_scores_json=json.dumps(judge_scores, sort_keys=True),
-        trajectory_json=trajectory.to_json(),
+        trajectory_json=trajectory_json,
         template_id=template_id(trajectory),
         split_keys=record_keys(trajectory, splits.group_by, splits.shared_entities),
         **_difficulty_columns(trajectory),

@@ -1,0 +1,19 @@
+"""The exported row's tool list, computed once per domain, is the one built for every row."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from trajforge.generators.domains import DOMAIN_PATHS, get_domain
+from trajforge.pipelines.stages import tools_json
+
+
+@pytest.mark.parametrize("name", list(DOMAIN_PATHS))
+def test_tools_json_is_the_per_row_json_and_cached_per_domain(name):
+    domain, other = get_domain(name), get_domain(name)
+    fresh = json.dumps([s.openai_schema() for s in domain.toolbox.specs], sort_keys=True)
+    assert tools_json(domain) == fresh
+    assert tools_json(domain) is tools_json(domain)  # the second call reads the cache
+    assert tools_json(other) == fresh  # another instance of the domain gets its own entry
