@@ -7,7 +7,8 @@ Each takes the worker's `StageResources` and one element and returns the next re
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from trajforge.pipelines.resources import StageResources
 from trajforge.schemas import (
@@ -63,7 +64,7 @@ def _provenance(res: StageResources, task: Task, seed: int, attempt: int | None)
     return Provenance(
         models=dict(res.clients.models),
         seeds=seeds,
-        config_hash=res.config.config_hash(),
+        config_hash=per_object("config_hash", res.config, lambda c: c.config_hash()),
         trajforge_version=TRAJFORGE_VERSION,
     )
 
@@ -173,19 +174,29 @@ def _difficulty_columns(trajectory: Trajectory) -> dict:
     }
 
 
-#: id(domain) -> (domain, its tools_json): every exported row of a domain carries the same
-#: tool list, which was rebuilt (every tool's schema, then JSON) for each row.
-_TOOLS_JSON: dict[int, tuple[object, str]] = {}
+#: (what, id(obj)) -> (obj, value): values that are the same for every element of a build,
+#: computed once per object instead of once per element (see `per_object`).
+_PER_OBJECT: dict[tuple[str, int], tuple[object, Any]] = {}
+
+
+def per_object(what: str, obj: object, compute: Callable[[Any], Any]) -> Any:
+    """`compute(obj)`, once per live object: the entry holds `obj`, so its id is never reused
+    while cached. For the build's config and domains (a few objects per worker), whose derived
+    values (the config hash, the tool list's JSON) every element used to recompute."""
+    key = (what, id(obj))
+    cached = _PER_OBJECT.get(key)
+    if cached is None or cached[0] is not obj:
+        cached = _PER_OBJECT[key] = (obj, compute(obj))
+    return cached[1]
 
 
 def tools_json(domain) -> str:
-    """The domain's tools in OpenAI shape as JSON, computed once per domain object (the entry
-    holds the domain, so its id is never reused while cached)."""
-    cached = _TOOLS_JSON.get(id(domain))
-    if cached is None or cached[0] is not domain:
-        text = json.dumps([s.openai_schema() for s in domain.toolbox.specs], sort_keys=True)
-        cached = _TOOLS_JSON[id(domain)] = (domain, text)
-    return cached[1]
+    """The domain's tools in OpenAI shape as JSON (the `tools_json` of each exported row)."""
+    return per_object(
+        "tools_json",
+        domain,
+        lambda d: json.dumps([s.openai_schema() for s in d.toolbox.specs], sort_keys=True),
+    )
 
 
 def to_dataset_record(res: StageResources, trajectory: Trajectory) -> DatasetRecord:
