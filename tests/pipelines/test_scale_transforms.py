@@ -186,14 +186,17 @@ def test_no_rejected_records_give_no_shard_and_an_empty_summary(tmp_path):
     assert summary == '{"counts": [], "shards": []}\n'
 
 
-def test_split_pairs_gather_sorted_and_distinct_across_merges():
-    from trajforge.pipelines.transforms.outputs import UniquePairs
+def test_split_inputs_gather_keys_by_id_and_pairs_sorted_and_distinct_across_merges():
+    from trajforge.pipelines.splits import SplitKeys
+    from trajforge.pipelines.transforms.outputs import GatherSplitInputs
 
-    fn = UniquePairs()
+    fn = GatherSplitInputs()
+    b, a = SplitKeys(id="b", keys=("task:1",)), SplitKeys(id="a", keys=("task:2",))
     first = fn.create_accumulator()
-    for flag in [("b", ("near_duplicate", "a")), ("d", ("near_duplicate", "c"))] * 2:
-        first = fn.add_input(first, flag)
+    for value in [b, ("b", ("near_duplicate", "a")), ("d", ("near_duplicate", "c"))]:
+        first = fn.add_input(first, value)
     second = fn.add_input(fn.create_accumulator(), ("b", ("near_duplicate", "a")))
+    second = fn.add_input(second, a)
     merged = fn.merge_accumulators([first, second, fn.create_accumulator()])
-    assert fn.extract_output(merged) == [("a", "b"), ("c", "d")]
-    assert fn.extract_output(fn.create_accumulator()) == []
+    assert fn.extract_output(merged) == ([a, b], [("a", "b"), ("c", "d")])
+    assert fn.extract_output(fn.create_accumulator()) == ([], [])
