@@ -20,6 +20,7 @@ empty by that is dropped: a model must not learn to emit them.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Callable
@@ -148,8 +149,17 @@ def _difficulty(record: DatasetRecord) -> dict[str, Any]:
     return {"pass_rate": record.pass_rate, "pass_hat_k": list(record.pass_hat_k)}
 
 
+@functools.lru_cache(maxsize=1)
+def _parse(trajectory_json: str) -> Trajectory:
+    """The last record's trajectory, parsed once: its views are built one after the other (to
+    size them for the split plan, then to key them by shard) and each parsed the same JSON
+    again (4 views, 4 validations of a whole trajectory per pass). A string caches its hash,
+    so a hit costs no rehash; the Trajectory is frozen, so the views may share it."""
+    return Trajectory.from_json(trajectory_json)
+
+
 def _trajectory(record: DatasetRecord) -> Trajectory:
-    return Trajectory.from_json(record.trajectory_json)
+    return _parse(record.trajectory_json)
 
 
 def _tools(record: DatasetRecord) -> list[dict[str, Any]]:
