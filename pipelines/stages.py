@@ -177,6 +177,7 @@ def _difficulty_columns(trajectory: Trajectory) -> dict:
 #: (what, id(obj)) -> (obj, value): values that are the same for every element of a build,
 #: computed once per object instead of once per element (see `per_object`).
 _PER_OBJECT: dict[tuple[str, int], tuple[object, Any]] = {}
+PER_OBJECT_LIMIT = 64  # entries held (each keeps its object alive) before the memo starts over
 
 
 def per_object(what: str, obj: object, compute: Callable[[Any], Any]) -> Any:
@@ -186,6 +187,8 @@ def per_object(what: str, obj: object, compute: Callable[[Any], Any]) -> Any:
     key = (what, id(obj))
     cached = _PER_OBJECT.get(key)
     if cached is None or cached[0] is not obj:
+        if len(_PER_OBJECT) >= PER_OBJECT_LIMIT:  # a process that makes many (tests): bounded
+            _PER_OBJECT.clear()
         cached = _PER_OBJECT[key] = (obj, compute(obj))
     return cached[1]
 

@@ -43,3 +43,13 @@ def test_per_object_values_follow_the_object_not_its_id():
     assert per_object("test_hash", first, config_hash) == first.config_hash()
     assert per_object("test_hash", second, config_hash) == second.config_hash()
     assert calls == [first, second]  # once per object
+
+
+def test_per_object_memo_is_bounded(monkeypatch):
+    from trajforge.pipelines import stages
+
+    monkeypatch.setattr(stages, "_PER_OBJECT", {})
+    objects = [object() for _ in range(stages.PER_OBJECT_LIMIT * 2 + 1)]
+    values = [stages.per_object("test_id", o, id) for o in objects]
+    assert values == [id(o) for o in objects]
+    assert len(stages._PER_OBJECT) <= stages.PER_OBJECT_LIMIT
