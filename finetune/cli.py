@@ -15,8 +15,6 @@ import argparse
 import json
 from pathlib import Path
 
-from trajforge.finetune.config import FinetuneConfigError, SFTConfig, load_model_config
-
 #: SFT flags: (flag, type, help). Field names are the flags with dashes as underscores.
 _SFT_FLAGS: tuple[tuple[str, type, str], ...] = (
     ("--family", str, "chat-template family (qwen2.5, qwen3, llama3.1, hermes)"),
@@ -119,6 +117,7 @@ def _flag_values(args: argparse.Namespace, flags) -> dict:
 
 
 def cmd_sft(args: argparse.Namespace) -> int:
+    from trajforge.finetune.config import SFTConfig, load_model_config
     from trajforge.finetune.sft import run_sft
 
     values = _flag_values(args, _SFT_FLAGS)
@@ -140,6 +139,7 @@ def cmd_sft(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from trajforge.finetune.agents import parse_agent
+    from trajforge.finetune.config import FinetuneConfigError, load_model_config
     from trajforge.finetune.evaluate import EvalConfig, evaluate, format_table, held_out_tasks
     from trajforge.generators.domains import get_domain
 
@@ -183,6 +183,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_opd(args: argparse.Namespace) -> int:
+    from trajforge.finetune.config import load_model_config
     from trajforge.finetune.opd.config import OPDConfig
     from trajforge.finetune.opd.train import run_opd
 
@@ -200,13 +201,24 @@ def cmd_opd(args: argparse.Namespace) -> int:
     return 0
 
 
+class FinetuneCommandError(ValueError):
+    """A finetune or eval command refused its config (the message names the field and the
+    fix). Defined here so the top-level CLI can catch it without importing the configs (and
+    pydantic models) of finetune at start-up, which every `trajforge build` would pay for."""
+
+
 def run(args: argparse.Namespace) -> int:
     """Dispatch a parsed `finetune ...` or `eval` command."""
-    if args.command == "eval":
-        return cmd_eval(args)
-    if args.finetune_command == "opd":
-        return cmd_opd(args)
-    return cmd_sft(args)
+    from trajforge.finetune.config import FinetuneConfigError
+
+    try:
+        if args.command == "eval":
+            return cmd_eval(args)
+        if args.finetune_command == "opd":
+            return cmd_opd(args)
+        return cmd_sft(args)
+    except FinetuneConfigError as err:
+        raise FinetuneCommandError(str(err)) from err
 
 
-ERRORS = (FinetuneConfigError, FileExistsError, FileNotFoundError)
+ERRORS = (FinetuneCommandError, FileExistsError, FileNotFoundError)

@@ -7,7 +7,8 @@ Each takes the worker's `StageResources` and one element and returns the next re
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from trajforge.pipelines.resources import StageResources
 from trajforge.schemas import (
@@ -63,7 +64,7 @@ def _provenance(res: StageResources, task: Task, seed: int, attempt: int | None)
     return Provenance(
         models=dict(res.clients.models),
         seeds=seeds,
-        config_hash=res.config.config_hash(),
+        config_hash=per_object("config_hash", res.config, lambda c: c.config_hash()),
         trajforge_version=TRAJFORGE_VERSION,
     )
 
@@ -173,6 +174,34 @@ def _difficulty_columns(trajectory: Trajectory) -> dict:
     }
 
 
+#: (what, id(obj)) -> (obj, value): values that are the same for every element of a build,
+#: computed once per object instead of once per element (see `per_object`).
+_PER_OBJECT: dict[tuple[str, int], tuple[object, Any]] = {}
+PER_OBJECT_LIMIT = 64  # entries held (each keeps its object alive) before the memo starts over
+
+
+def per_object(what: str, obj: object, compute: Callable[[Any], Any]) -> Any:
+    """`compute(obj)`, once per live object: the entry holds `obj`, so its id is never reused
+    while cached. For the build's config and domains (a few objects per worker), whose derived
+    values (the config hash, the tool list's JSON) every element used to recompute."""
+    key = (what, id(obj))
+    cached = _PER_OBJECT.get(key)
+    if cached is None or cached[0] is not obj:
+        if len(_PER_OBJECT) >= PER_OBJECT_LIMIT:  # a process that makes many (tests): bounded
+            _PER_OBJECT.clear()
+        cached = _PER_OBJECT[key] = (obj, compute(obj))
+    return cached[1]
+
+
+def tools_json(domain) -> str:
+    """The domain's tools in OpenAI shape as JSON (the `tools_json` of each exported row)."""
+    return per_object(
+        "tools_json",
+        domain,
+        lambda d: json.dumps([s.openai_schema() for s in d.toolbox.specs], sort_keys=True),
+    )
+
+
 def to_dataset_record(res: StageResources, trajectory: Trajectory) -> DatasetRecord:
     """The exported row: OpenAI-format messages and tools, plus what filtering needs. The split
     is assigned later, per leakage cluster, from `split_keys` (pipelines/splits.py)."""
@@ -180,7 +209,8 @@ def to_dataset_record(res: StageResources, trajectory: Trajectory) -> DatasetRec
     from trajforge.schemas.sanitize import find_control_token
 
     task = trajectory.task
-    leaked = find_control_token(trajectory.to_json())
+    trajectory_json = trajectory.to_json()  # once: the control-token check reads it too
+    leaked = find_control_token(trajectory_json)
     if leaked is not None:  # the schema boundary should make this impossible: never export it
         raise Rejected("control_token", f"control token {leaked!r} in the trajectory")
     splits = res.config.output.splits
@@ -195,17 +225,14 @@ def to_dataset_record(res: StageResources, trajectory: Trajectory) -> DatasetRec
         persona_id=task.persona.id,
         mode=trajectory.mode,
         messages_json=json.dumps(exported_messages(trajectory), sort_keys=True),
-        tools_json=json.dumps(
-            [s.openai_schema() for s in res.domain_for(task.domain).toolbox.specs],
-            sort_keys=True,
-        ),
+        tools_json=tools_json(res.domain_for(task.domain)),
         num_turns=sum(1 for m in trajectory.messages if m.role == "user"),
         num_tool_calls=len(trajectory.steps),
         termination=trajectory.termination,
         outcome_passed=bool(trajectory.outcome and trajectory.outcome.passed),
         final_state_hash=trajectory.final_state_hash,
         judge_scores_json=json.dumps(judge_scores, sort_keys=True),
-        trajectory_json=trajectory.to_json(),
+        trajectory_json=trajectory_json,
         template_id=template_id(trajectory),
         split_keys=record_keys(trajectory, splits.group_by, splits.shared_entities),
         **_difficulty_columns(trajectory),

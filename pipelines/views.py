@@ -20,6 +20,7 @@ empty by that is dropped: a model must not learn to emit them.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Callable
@@ -140,6 +141,15 @@ def estimate_tokens(*parts: Any) -> int:
     return math.ceil(chars / CHARS_PER_TOKEN)
 
 
+def _json_chars(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False))
+
+
+def list_json_chars(item_chars: list[int]) -> int:
+    """Length of `json.dumps` of a list from its items' lengths: "[" + ", ".join + "]"."""
+    return 2 + sum(item_chars) + 2 * max(len(item_chars) - 1, 0)
+
+
 def _keys(record: DatasetRecord) -> dict[str, Any]:
     return {"id": record.id, "task_id": record.task_id, "domain": record.domain}
 
@@ -148,8 +158,17 @@ def _difficulty(record: DatasetRecord) -> dict[str, Any]:
     return {"pass_rate": record.pass_rate, "pass_hat_k": list(record.pass_hat_k)}
 
 
+@functools.lru_cache(maxsize=1)
+def _parse(trajectory_json: str) -> Trajectory:
+    """The last record's trajectory, parsed once: its views are built one after the other (to
+    size them for the split plan, then to key them by shard) and each parsed the same JSON
+    again (4 views, 4 validations of a whole trajectory per pass). A string caches its hash,
+    so a hit costs no rehash; the Trajectory is frozen, so the views may share it."""
+    return Trajectory.from_json(trajectory_json)
+
+
 def _trajectory(record: DatasetRecord) -> Trajectory:
-    return Trajectory.from_json(record.trajectory_json)
+    return _parse(record.trajectory_json)
 
 
 def _tools(record: DatasetRecord) -> list[dict[str, Any]]:
@@ -171,11 +190,14 @@ def messages_rows(record: DatasetRecord) -> list[dict[str, Any]]:
 
 def step_prefix_rows(record: DatasetRecord) -> list[dict[str, Any]]:
     messages, tools = chat_messages(_trajectory(record)), _tools(record)
+    sizes = [_json_chars(m) for m in messages]  # each message dumped once, not once per prefix
+    tools_chars = _json_chars(tools)
     rows = []
     for i, message in enumerate(messages):
         if message["role"] != "assistant":
             continue
         prompt = messages[:i]
+        chars = list_json_chars(sizes[:i]) + list_json_chars(sizes[i : i + 1]) + tools_chars
         rows.append(
             {
                 **_keys(record),
@@ -184,7 +206,7 @@ def step_prefix_rows(record: DatasetRecord) -> list[dict[str, Any]]:
                 "prompt": prompt,
                 "completion": [message],
                 "tools": tools,
-                "num_tokens": estimate_tokens(prompt, [message], tools),
+                "num_tokens": math.ceil(chars / CHARS_PER_TOKEN),  # = estimate_tokens(...)
                 **_difficulty(record),
             }
         )

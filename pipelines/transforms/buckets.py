@@ -53,9 +53,8 @@ class BoundedBuckets(beam.PTransform):
                 return True
             return False
 
-        big = (
+        big = (  # Count.PerKey ignores the values (combined before the shuffle, not sent)
             keyed
-            | "KeyOnly" >> beam.Map(lambda kv: (kv[0], None))
             | "CountPerKey" >> beam.combiners.Count.PerKey()
             | "Oversized" >> beam.Filter(oversized)
         )

@@ -205,7 +205,9 @@ def SemanticPairs(cfg: SemanticDupConfig) -> BucketPairs:  # noqa: N802 - reads 
 
 
 class ApplyDropsFn(beam.DoFn):
-    """Route each trajectory: kept, or rejected with the duplicate it lost to."""
+    """Route each trajectory: kept, or rejected with the duplicate it lost to. Its input is
+    one id's group of trajectories and flags (one Flatten and GroupByKey of both: what
+    CoGroupByKey does with four more transforms, tagging every element on the way)."""
 
     def __init__(self, run_dir: str):
         self.run_dir = run_dir
@@ -215,7 +217,9 @@ class ApplyDropsFn(beam.DoFn):
 
     def process(self, joined):
         _, grouped = joined
-        trajectories, flags = list(grouped["trajectory"]), list(grouped["flags"])
+        trajectories, flags = [], []
+        for value in grouped:
+            (trajectories if isinstance(value, Trajectory) else flags).append(value)
         flag = pick_reason(flags) if flags else None
         for copy, trajectory in enumerate(trajectories):
             # Equal ids are equal content (ids hash it): one copy stays unless flagged.
@@ -258,15 +262,11 @@ class Dedup(beam.PTransform):
                 | "Embed" >> beam.ParDo(EmbedFn())
                 | "SemanticPairs" >> SemanticPairs(cfg.semantic)
             )
-        all_flags = (
-            flags | "FlattenFlags" >> beam.Flatten()
-            if flags
-            else trajectories.pipeline | "NoFlags" >> beam.Create([])
-        )
         keyed = trajectories | "KeyById" >> beam.Map(lambda t: (t.id, t))
         return (
-            {"trajectory": keyed, "flags": all_flags}
-            | "JoinFlags" >> beam.CoGroupByKey()
+            [keyed, *flags]
+            | "FlattenFlags" >> beam.Flatten()
+            | "JoinFlags" >> beam.GroupByKey()
             | "ApplyDrops"
             >> beam.ParDo(ApplyDropsFn(self.run_dir)).with_outputs(REJECTED, DEAD, main=KEPT)
         )

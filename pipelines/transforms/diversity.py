@@ -2,6 +2,7 @@
 
     kept -> CoverageCombineFn (summed (dimension, value) tallies, prior-shortcut counts)
     kept -> (sample rank, id, text) -> Top.Smallest(sample_size) -> embed -> Vendi estimate
+            (only with the embedder on: without it there is no Vendi estimate to sample for)
     both -> diversity.json (read into the manifest)
 
 No step holds every kept trajectory: coverage is a sum of small tallies; the Vendi score is
@@ -124,20 +125,16 @@ class Diversity(beam.PTransform):
     def expand(self, kept):
         cfg = self.cfg
         tally = kept | "Coverage" >> beam.CombineGlobally(CoverageCombineFn())
-        sample = (
-            kept
-            | "SampleEntry" >> beam.Map(sample_entry, cfg.seed)
-            | "Sample" >> beam.combiners.Top.Smallest(cfg.sample_size)
-        )
+        sample = []  # the Vendi sample is embedded only with the embedder on (semantic dedup)
+        if self.with_embeddings:
+            sample = beam.pvalue.AsSingleton(
+                kept
+                | "SampleEntry" >> beam.Map(sample_entry, cfg.seed)
+                | "Sample" >> beam.combiners.Top.Smallest(cfg.sample_size)
+            )
         return (
             tally
             | "DiversityJson"
-            >> beam.Map(
-                diversity_json,
-                beam.pvalue.AsSingleton(sample),
-                cfg,
-                self.with_embeddings,
-                self.domain_names,
-            )
+            >> beam.Map(diversity_json, sample, cfg, self.with_embeddings, self.domain_names)
             | "WriteDiversity" >> WriteTextFile(io.join(self.run_dir, io.DIVERSITY_FILE))
         )

@@ -88,27 +88,58 @@ class WriteShardedJsonl(beam.PTransform):
         self.shard_bytes = shard_bytes
 
     def expand(self, records):
-        run_dir, sub = self.run_dir, self.sub
+        run_dir, sub, shard_bytes = self.run_dir, self.sub, self.shard_bytes
         lines = records | "ToJson" >> beam.Map(
             lambda r: (r.record_id, (r.stage, getattr(r, "reason", "")), r.to_json())
         )
-        shards = (
-            lines
-            | "Bytes" >> beam.Map(lambda e: len(e[2].encode("utf-8")) + 1)
-            | "TotalBytes" >> beam.CombineGlobally(sum)
-            | "ShardCount" >> beam.Map(num_shards, self.shard_bytes)
-        )
+        # No default element for no records: nothing is keyed then, so the count is not read
+        # (a default would add an Impulse and five transforms to the graph for nothing).
+        total = lines | "TotalBytes" >> beam.CombineGlobally(LineBytes()).without_defaults()
 
-        def keyed(entry, n):
+        def keyed(entry, total_bytes):
             rid, key, line = entry
+            n = num_shards(total_bytes, shard_bytes)
             return (shard_of(rid, line, n), n), (key, line)
 
         return (
             lines
-            | "KeyByShard" >> beam.Map(keyed, beam.pvalue.AsSingleton(shards))
+            | "KeyByShard" >> beam.Map(keyed, beam.pvalue.AsSingleton(total, default_value=0))
             | "GroupByShard" >> beam.GroupByKey()
             | "WriteShard" >> beam.Map(write_shard, run_dir, sub)
-            | "Summaries" >> beam.combiners.ToList()
-            | "SummaryJson" >> beam.Map(summary_json)
+            | "Summaries" >> beam.CombineGlobally(SummaryJson())  # "{}"-like for no shards
             | "WriteSummary" >> WriteTextFile(io.join(run_dir, sub, io.JSONL_SUMMARY_FILE))
         )
+
+
+class LineBytes(beam.CombineFn):
+    """Bytes of the JSON Lines output (each line and its newline) of (id, key, line) entries."""
+
+    def create_accumulator(self) -> int:
+        return 0
+
+    def add_input(self, total: int, entry) -> int:
+        return total + len(entry[2].encode("utf-8")) + 1
+
+    def merge_accumulators(self, totals) -> int:
+        return sum(totals)
+
+    def extract_output(self, total: int) -> int:
+        return total
+
+
+class SummaryJson(beam.CombineFn):
+    """Shard summaries -> the folder's summary.json text (`summary_json`); written for no
+    shards too (empty counts), so every run has one to count from."""
+
+    def create_accumulator(self) -> list[ShardSummary]:
+        return []
+
+    def add_input(self, acc: list[ShardSummary], summary: ShardSummary) -> list[ShardSummary]:
+        acc.append(summary)
+        return acc
+
+    def merge_accumulators(self, accs) -> list[ShardSummary]:
+        return [s for acc in accs for s in acc]
+
+    def extract_output(self, acc: list[ShardSummary]) -> str:
+        return summary_json(acc)

@@ -1,8 +1,9 @@
-"""Assign splits by leakage cluster, then write every output's shards (Beam composite).
+r"""Assign splits by leakage cluster, then write every output's shards (Beam composite).
 
-    records -> SplitKeys -> (one list) -> SplitPlan (side input) + splits.json
-    records -> near-duplicate pairs in bounded MinHash buckets -> (one list) -> SplitPlan
-    records + plan -> record with split -> per output: (split, shard) -> GroupByKey -> Parquet
+    records -> SplitKeys                                          \ one combine: (keys,
+    records -> near-duplicate flags in bounded MinHash buckets    / pairs) -> SplitPlan
+            -> SplitPlan (side input) + splits.json
+    records + plan -> record with split -> (output, split, shard) -> GroupByKey -> Parquet
 
 Only the small per-record keys meet on one worker; each shard's rows meet on the worker that
 writes the shard. Shards of a split are filled by rank (id order), so they differ by at most
@@ -23,18 +24,16 @@ from trajforge.schemas import DatasetRecord, Trajectory
 
 def split_keys(record: DatasetRecord, outputs: tuple[str, ...]) -> splits.SplitKeys:
     """The record's cluster keys and bytes per output: all the plan gathers of a record (its
-    near-duplicate edges are found in bounded buckets, `near_pairs`)."""
+    near-duplicate edges are found in bounded buckets, `near_flags`)."""
     sizes = {
         o: sum(len(json.dumps(r, default=str)) for r in shards.rows_of(o, record)) for o in outputs
     }
     return splits.SplitKeys(id=record.id, keys=record.split_keys, bytes_by_output=sizes)
 
 
-def near_pairs(records, near: NearDupConfig | None, threshold: float):
-    """Near-duplicate edges for the split clusters, as one (small) list: found by the same
-    bounded-bucket MinHash transform as dedup, verified at `threshold`."""
-    if near is None:
-        return records.pipeline | "NoNearPairs" >> beam.Create([[]])
+def near_flags(records, near: NearDupConfig, threshold: float):
+    """Near-duplicate flags for the split clusters: found by the same bounded-bucket MinHash
+    transform as dedup, verified at `threshold`."""
     from trajforge.pipelines.transforms.dedup import NearDupPairs, dedup_item
 
     return (
@@ -42,10 +41,34 @@ def near_pairs(records, near: NearDupConfig | None, threshold: float):
         | "NearItems"
         >> beam.Map(lambda r: dedup_item(Trajectory.from_json(r.trajectory_json), r.id))
         | "SplitNearPairs" >> NearDupPairs(near, verify_at=threshold, family="split_near")
-        | "AsPair" >> beam.Map(lambda flag: (flag[1][1], flag[0]))
-        | "UniquePairs" >> beam.Distinct()
-        | "GatherPairs" >> beam.combiners.ToList()
     )
+
+
+class GatherSplitInputs(beam.CombineFn):
+    """SplitKeys and near-duplicate flags (larger id, (reason, smaller id)) -> (the keys by
+    id, the sorted distinct (smaller, larger) pairs): what the plan needs, in one combine (two
+    ToLists, a Distinct and a pair map before; `plan_splits` sorts its items and pairs itself,
+    so the plan is the same)."""
+
+    def create_accumulator(self) -> tuple[list[splits.SplitKeys], set[tuple[str, str]]]:
+        return [], set()
+
+    def add_input(self, acc, value):
+        if isinstance(value, splits.SplitKeys):
+            acc[0].append(value)
+        else:
+            acc[1].add((value[1][1], value[0]))
+        return acc
+
+    def merge_accumulators(self, accs):
+        items, pairs = self.create_accumulator()
+        for acc in accs:
+            items += acc[0]
+            pairs |= acc[1]
+        return items, pairs
+
+    def extract_output(self, acc) -> tuple[list[splits.SplitKeys], list[tuple[str, str]]]:
+        return sorted(acc[0], key=lambda i: i.id), sorted(acc[1])
 
 
 def plan_json(plan: splits.SplitPlan, items: list[splits.SplitKeys]) -> str:
@@ -83,44 +106,52 @@ class WriteOutputs(beam.PTransform):
         self.target_bytes = out.shard_mb * 1024 * 1024
         self.train_shards = out.num_shards
 
-    def _plan(self, items: list[splits.SplitKeys], pairs: list) -> splits.SplitPlan:
+    def _plan(self, gathered) -> splits.SplitPlan:
+        items, pairs = gathered
         return splits.plan_splits(
             items, self.fractions, self.seed, None, self.target_bytes, self.train_shards, pairs
         )
 
     def expand(self, records):
-        keys = (
-            records
-            | "SplitKeys" >> beam.Map(split_keys, self.outputs)
-            | "GatherKeys" >> beam.combiners.ToList()
+        inputs = [records | "SplitKeys" >> beam.Map(split_keys, self.outputs)]
+        if self.near is not None:
+            inputs.append(near_flags(records, self.near, self.near_threshold))
+        gathered = (
+            inputs
+            | "FlattenSplitInputs" >> beam.Flatten()
+            | "GatherSplitInputs" >> beam.CombineGlobally(GatherSplitInputs())
         )
-        pairs = near_pairs(records, self.near, self.near_threshold)
-        plan = keys | "PlanSplits" >> beam.Map(self._plan, beam.pvalue.AsSingleton(pairs))
+        plan = gathered | "PlanSplits" >> beam.Map(self._plan)
         (
             plan
-            | "SplitsReport" >> beam.Map(plan_json, beam.pvalue.AsSingleton(keys))
+            | "SplitsReport"
+            >> beam.Map(lambda p, g: plan_json(p, g[0]), beam.pvalue.AsSingleton(gathered))
             | "WriteSplitsReport" >> WriteTextFile(io.join(self.run_dir, io.SPLITS_FILE))
         )
-        plan_side = beam.pvalue.AsSingleton(plan)
-        for output in self.outputs:
-            (
-                records
-                | f"Key{output}" >> beam.FlatMap(_keyed_rows, output, plan_side)
-                | f"Group{output}" >> beam.GroupByKey()
-                | f"Write{output}" >> beam.Map(_write, output, self.run_dir)
-            )
+        (  # one keying, one GroupByKey and one writer for every output: the local runner pays
+            # set-up per transform and per fused stage, and five outputs had five of each
+            records
+            | "KeyRows" >> beam.FlatMap(_keyed_rows, self.outputs, beam.pvalue.AsSingleton(plan))
+            | "GroupShards" >> beam.GroupByKey()
+            | "WriteShards" >> beam.Map(_write, self.run_dir)
+        )
         return records
 
 
-def _keyed_rows(record: DatasetRecord, output: str, plan: splits.SplitPlan):
-    split, shard, n = plan.shard_of(output, record.id)
-    assigned = record.model_copy(update={"split": split, "cluster_id": plan.cluster_of[record.id]})
-    for row in shards.rows_of(output, assigned):
-        yield (split, shard, n), row
+def _keyed_rows(record: DatasetRecord, outputs: tuple[str, ...], plan: splits.SplitPlan):
+    """Every output's rows of one record, keyed by the shard that holds them."""
+    assigned = {}  # split -> the record with its split and cluster (one copy per record)
+    for output in outputs:
+        split, shard, n = plan.shard_of(output, record.id)
+        if split not in assigned:
+            update = {"split": split, "cluster_id": plan.cluster_of[record.id]}
+            assigned[split] = record.model_copy(update=update)
+        for row in shards.rows_of(output, assigned[split]):
+            yield (output, split, shard, n), row
 
 
-def _write(group: tuple[tuple[str, int, int], list], output: str, run_dir: str) -> str:
-    (split, shard, n), rows = group
+def _write(group: tuple[tuple[str, str, int, int], list], run_dir: str) -> str:
+    (output, split, shard, n), rows = group
     path = shards.shard_path(run_dir, output, split, shard, n)
     shards.write_shard(path, list(rows), shards.features_of(output))
     return path

@@ -172,3 +172,31 @@ def test_rejected_records_are_sharded_by_size_with_a_summary(tmp_path):
         ("outcome", "outcome_failed"): 10,
     }
     assert len(list(io.jsonl_records(str(tmp_path), io.REJECTED_DIR))) == 40
+
+
+def test_no_rejected_records_give_no_shard_and_an_empty_summary(tmp_path):
+    with BeamTestPipeline(options=options()) as p:
+        _ = (
+            p
+            | beam.Create([]).with_output_types(Rejection)
+            | WriteShardedJsonl(str(tmp_path), io.REJECTED_DIR)
+        )
+    assert not list((tmp_path / io.REJECTED_DIR).glob("*.jsonl"))
+    summary = (tmp_path / io.REJECTED_DIR / io.JSONL_SUMMARY_FILE).read_text()
+    assert summary == '{"counts": [], "shards": []}\n'
+
+
+def test_split_inputs_gather_keys_by_id_and_pairs_sorted_and_distinct_across_merges():
+    from trajforge.pipelines.splits import SplitKeys
+    from trajforge.pipelines.transforms.outputs import GatherSplitInputs
+
+    fn = GatherSplitInputs()
+    b, a = SplitKeys(id="b", keys=("task:1",)), SplitKeys(id="a", keys=("task:2",))
+    first = fn.create_accumulator()
+    for value in [b, ("b", ("near_duplicate", "a")), ("d", ("near_duplicate", "c"))]:
+        first = fn.add_input(first, value)
+    second = fn.add_input(fn.create_accumulator(), ("b", ("near_duplicate", "a")))
+    second = fn.add_input(second, a)
+    merged = fn.merge_accumulators([first, second, fn.create_accumulator()])
+    assert fn.extract_output(merged) == ([a, b], [("a", "b"), ("c", "d")])
+    assert fn.extract_output(fn.create_accumulator()) == ([], [])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from datasets import Dataset
@@ -51,3 +52,45 @@ def test_chunked_equals_whole(tmp_path: Path, monkeypatch, n: int, chunk: int):
     whole_shard(tmp_path / "whole.parquet", rows, features)
     assert shards.write_shard(str(tmp_path / "chunked.parquet"), rows, features) == n
     assert (tmp_path / "chunked.parquet").read_bytes() == (tmp_path / "whole.parquet").read_bytes()
+
+
+def output_rows(run: Path, output: str) -> list[dict]:
+    rows = []
+    for path in sorted(run.glob(f"{shards.output_dir(output)}/*.parquet")):
+        rows += pq.read_table(str(path)).to_pylist()
+    return rows
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 1024])
+@pytest.mark.parametrize("output", ["data", "sharegpt"])
+def test_rows_without_json_columns_skip_datasets_for_the_same_bytes(
+    built_run, tmp_path, monkeypatch, chunk, output
+):
+    """No `Json` column: pyarrow converts the rows itself (no fingerprint); same file."""
+    monkeypatch.setattr(shards, "CONVERT_ROWS", chunk)
+    features = shards.features_of(output)
+    rows = output_rows(built_run, output)
+    assert len(rows) > 3
+    cases = {"all": rows}
+    if output == "data":  # the optional columns unset, non-ASCII text, empty lists
+        cases["varied"] = [
+            {**rows[0], "pass_rate": None, "pass_hat_k": None, "cluster_id": None},
+            {**rows[1], "messages_json": rows[1]["messages_json"] + " é ✓ 日本", "split_keys": []},
+            *rows[2:4],
+        ]
+    for name, some in cases.items():
+        whole_shard(tmp_path / f"{name}-whole.parquet", some, features)
+        shards.write_shard(str(tmp_path / f"{name}.parquet"), some, features)
+        expected = (tmp_path / f"{name}-whole.parquet").read_bytes()
+        assert (tmp_path / f"{name}.parquet").read_bytes() == expected, name
+
+
+@pytest.mark.parametrize("output", ["data", "messages", "step_prefix", "steps", "sharegpt"])
+def test_empty_shards_have_the_schema_datasets_gives(tmp_path, output):
+    features = shards.features_of(output)
+    expected = Dataset.from_dict({k: [] for k in features}, features=features).data.table.schema
+    pq.ParquetWriter(str(tmp_path / "expected.parquet"), expected, compression="zstd").close()
+    assert shards.write_shard(str(tmp_path / "e.parquet"), [], features) == 0
+    assert (tmp_path / "e.parquet").read_bytes() == (tmp_path / "expected.parquet").read_bytes()
+    plain = output in ("data", "sharegpt")  # the outputs without a `Json` column
+    assert shards.has_extension_type(pa.struct(list(features.arrow_schema))) == (not plain)

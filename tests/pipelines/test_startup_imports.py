@@ -8,9 +8,43 @@ import sys
 
 import pytest
 
+from trajforge.generators.domains import DOMAIN_PATHS, DOMAINS, get_domain
+from trajforge.pipelines.cli import main
 
-@pytest.mark.parametrize("module", ["openai", "matplotlib"])
-def test_cli_import_leaves_out(module: str):
-    code = f"import sys, trajforge.pipelines.cli; print({module!r} in sys.modules)"
+#: Imported by a build only where it is used: the openai SDK (httpx transport), matplotlib,
+#: the search domain's graph library, finetune's configs (and their pydantic models).
+LAZY = ["openai", "matplotlib", "networkx", "trajforge.finetune.config"]
+
+
+def _imported_by(statement: str, modules: list[str]) -> dict[str, bool]:
+    code = f"import sys; {statement}; print([m in sys.modules for m in {modules!r}])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False", f"importing the CLI imported {module}"
+    return dict(zip(modules, eval(out.stdout), strict=True))  # noqa: S307 - our own print
+
+
+@pytest.mark.parametrize("module", LAZY)
+def test_cli_import_leaves_out(module: str):
+    assert not _imported_by("import trajforge.pipelines.cli", [module])[module], (
+        f"importing the CLI imported {module}"
+    )
+
+
+def test_a_retail_domain_does_not_import_the_search_domain():
+    statement = "from trajforge.generators.domains import get_domain; get_domain('retail')"
+    found = _imported_by(statement, ["networkx", "trajforge.generators.domains.search"])
+    assert found == {"networkx": False, "trajforge.generators.domains.search": False}
+
+
+def test_the_domain_table_is_complete_and_lazy():
+    assert list(DOMAINS) == list(DOMAIN_PATHS) == ["retail", "search", "toy"]
+    assert "search" in DOMAINS and "nope" not in DOMAINS and DOMAINS.get("nope") is None
+    for name in DOMAIN_PATHS:
+        assert type(get_domain(name)) is DOMAINS[name]
+        assert DOMAINS[name].__name__.lower().startswith(name)
+    with pytest.raises(KeyError, match="known domains: retail, search, toy"):
+        get_domain("nope")
+
+
+def test_a_finetune_config_error_is_still_a_usage_error(capsys):
+    assert main(["eval", "--model", "oracle", "--k", "0", "--num-tasks", "1"]) == 2
+    assert "error:" in capsys.readouterr().err
