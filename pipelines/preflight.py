@@ -19,6 +19,7 @@ import os
 from trajforge.generators.llm.factory import OpenAIBackendConfig
 from trajforge.generators.llm.openai_wire import base_url_problem
 from trajforge.pipelines.config import BuildConfig
+from trajforge.pipelines.processes import runner_of
 
 LOCAL_RUNNERS = ("FnApiRunner", "DirectRunner", "BundleBasedDirectRunner", "PrismRunner")
 REMOTE_RUNNERS = (
@@ -64,15 +65,6 @@ def check_flags(beam_args: list[str], our_flags: list[str]) -> None:
         else:
             hint = "see `trajforge build --help` (Beam's own options are passed through)"
         raise PreflightError(f"unknown flag {name}; {hint}")
-
-
-def runner_of(beam_args: list[str]) -> str:
-    for i, arg in enumerate(beam_args):
-        if arg.startswith("--runner="):
-            return arg.split("=", 1)[1]
-        if arg == "--runner" and i + 1 < len(beam_args):
-            return beam_args[i + 1]
-    return "FnApiRunner"
 
 
 def check_runner(runner: str, output: str) -> None:

@@ -83,6 +83,8 @@ def given_flags(beam_args: list[str] | tuple[str, ...]) -> bool:
 
 
 def runner_of(beam_args: list[str] | tuple[str, ...]) -> str:
+    """The `--runner` the Beam options name (`--runner=X` or `--runner X`); Beam's default,
+    the local FnApiRunner, when none. Preflight and the process plan both read it here."""
     for i, arg in enumerate(beam_args):
         if arg.startswith("--runner="):
             return arg.split("=", 1)[1]
