@@ -7,9 +7,9 @@ Each takes the worker's `StageResources` and one element and returns the next re
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from trajforge.generators.llm.wire_memo import IdentityMemo
 from trajforge.pipelines.resources import StageResources
 from trajforge.schemas import (
     DatasetRecord,
@@ -64,7 +64,7 @@ def _provenance(res: StageResources, task: Task, seed: int, attempt: int | None)
     return Provenance(
         models=dict(res.clients.models),
         seeds=seeds,
-        config_hash=per_object("config_hash", res.config, lambda c: c.config_hash()),
+        config_hash=config_hash_of(res.config),
         trajforge_version=TRAJFORGE_VERSION,
     )
 
@@ -174,32 +174,21 @@ def _difficulty_columns(trajectory: Trajectory) -> dict:
     }
 
 
-#: (what, id(obj)) -> (obj, value): values that are the same for every element of a build,
-#: computed once per object instead of once per element (see `per_object`).
-_PER_OBJECT: dict[tuple[str, int], tuple[object, Any]] = {}
-PER_OBJECT_LIMIT = 64  # entries held (each keeps its object alive) before the memo starts over
+#: Objects (the build's config, its domains: a few per worker) whose derived values every
+#: element of a build shares. The memos hold each object, so its id is never reused while
+#: cached, and are bounded for a process that makes many (tests).
+PER_OBJECT_LIMIT = 64
 
 
-def per_object(what: str, obj: object, compute: Callable[[Any], Any]) -> Any:
-    """`compute(obj)`, once per live object: the entry holds `obj`, so its id is never reused
-    while cached. For the build's config and domains (a few objects per worker), whose derived
-    values (the config hash, the tool list's JSON) every element used to recompute."""
-    key = (what, id(obj))
-    cached = _PER_OBJECT.get(key)
-    if cached is None or cached[0] is not obj:
-        if len(_PER_OBJECT) >= PER_OBJECT_LIMIT:  # a process that makes many (tests): bounded
-            _PER_OBJECT.clear()
-        cached = _PER_OBJECT[key] = (obj, compute(obj))
-    return cached[1]
+def _tools_json_of(domain) -> str:
+    return json.dumps([s.openai_schema() for s in domain.toolbox.specs], sort_keys=True)
 
 
-def tools_json(domain) -> str:
-    """The domain's tools in OpenAI shape as JSON (the `tools_json` of each exported row)."""
-    return per_object(
-        "tools_json",
-        domain,
-        lambda d: json.dumps([s.openai_schema() for s in d.toolbox.specs], sort_keys=True),
-    )
+#: The config hash (a dump and a content hash) once per config, not once per trajectory.
+config_hash_of: IdentityMemo = IdentityMemo(lambda c: c.config_hash(), PER_OBJECT_LIMIT)
+#: The domain's tools in OpenAI shape as JSON (the `tools_json` of each exported row), once
+#: per domain object instead of every tool's schema and a JSON dump per row.
+tools_json: IdentityMemo = IdentityMemo(_tools_json_of, PER_OBJECT_LIMIT)
 
 
 def to_dataset_record(res: StageResources, trajectory: Trajectory) -> DatasetRecord:

@@ -19,9 +19,11 @@ def test_tools_json_is_the_per_row_json_and_cached_per_domain(name):
     assert tools_json(other) == fresh  # another instance of the domain gets its own entry
 
 
-def test_per_object_values_follow_the_object_not_its_id():
+def test_config_hash_follows_the_object_not_its_id():
+    """Once per config object (the memo answers the second call), each config its own hash;
+    the memo's bound and identity rule are tested with it in test_wire_memo.py."""
     from trajforge.pipelines.config import BuildConfig
-    from trajforge.pipelines.stages import per_object
+    from trajforge.pipelines.stages import config_hash_of
 
     base = {
         "name": "a",
@@ -33,23 +35,6 @@ def test_per_object_values_follow_the_object_not_its_id():
     }
     first = BuildConfig.model_validate(base)
     second = BuildConfig.model_validate({**base, "num_tasks": 2})
-    calls = []
-
-    def config_hash(config):
-        calls.append(config)
-        return config.config_hash()
-
-    assert per_object("test_hash", first, config_hash) == first.config_hash()
-    assert per_object("test_hash", first, config_hash) == first.config_hash()
-    assert per_object("test_hash", second, config_hash) == second.config_hash()
-    assert calls == [first, second]  # once per object
-
-
-def test_per_object_memo_is_bounded(monkeypatch):
-    from trajforge.pipelines import stages
-
-    monkeypatch.setattr(stages, "_PER_OBJECT", {})
-    objects = [object() for _ in range(stages.PER_OBJECT_LIMIT * 2 + 1)]
-    values = [stages.per_object("test_id", o, id) for o in objects]
-    assert values == [id(o) for o in objects]
-    assert len(stages._PER_OBJECT) <= stages.PER_OBJECT_LIMIT
+    assert config_hash_of(first) == first.config_hash()
+    assert config_hash_of(first) is config_hash_of(first)  # the second call reads the memo
+    assert config_hash_of(second) == second.config_hash() != first.config_hash()
