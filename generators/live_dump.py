@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from trajforge.generators.state_dumps import state_hash
-from trajforge.schemas import ToolCall, content_hash
+from trajforge.schemas import ToolCall
 from trajforge.schemas.base import CanonicalParts
 
 if TYPE_CHECKING:
@@ -77,9 +77,7 @@ class LiveDump:
         the state is still the initial one) from the known initial hash."""
         if self.dumped is None and self.wrote:
             return state_hash(state)  # written to without holding a dump (`hold=False`)
-        if self.dumped is not None:
-            if not self.SHARE:
-                return content_hash(self.dumped)
+        if self.dumped is not None:  # held only when SHARE is on (execute, run_replay)
             return hashlib.sha256(self.parts.bytes_of(self.dumped)).hexdigest()
         if self.initial_hash is not None and self.SHARE:
             return self.initial_hash
