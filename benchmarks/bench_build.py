@@ -230,6 +230,7 @@ def bench_one(
         "stub_max_in_flight": stats["max_in_flight"],
         "stub_connections": stats.get("connections"),
         "stub_served_ms": stats["served_ms"],
+        "stub_cpu_s": stats.get("cpu_s"),
         "accounting": manifest["accounting"],
         "local_processes": manifest.get("local_processes"),
         "outputs": outputs_digest(out_dir / "run"),

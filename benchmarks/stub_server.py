@@ -80,6 +80,9 @@ class StubStats:
     #: Client (host, port) pairs seen: how many TCP connections the clients opened (a client
     #: that reuses keep-alive connections opens about as many as it keeps in flight).
     peers: set[Any] = field(default_factory=set)
+    #: The stub process's CPU time when the counters were reset: its CPU since then competes
+    #: with the build for this machine's cores.
+    cpu_at_reset_s: float = field(default_factory=time.process_time)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -90,6 +93,7 @@ class StubStats:
             "by_outcome": dict(self.by_outcome),
             "served_ms": percentiles(self.served_ms),
             "connections": len(self.peers),
+            "cpu_s": round(time.process_time() - self.cpu_at_reset_s, 3),
         }
 
 
