@@ -5,8 +5,15 @@ Building ~600 validated pydantic objects per world cost ~4 ms; this builds the s
 plain dicts and lists (~1 ms) with the same RNG draws in the same order, and the state is
 validated once, from this data, by whoever needs objects. The dicts' keys follow the models'
 field order, so a validated world dumps to exactly this data
-(tests/generators/domains/test_retail_worlds.py compares it with the old object-built
+(tests/generators/domains/test_retail_world_data.py compares it with the old object-built
 generator over many seeds).
+
+The RNG calls (~700 a world) are most of what is left, and they are kept exactly: the same
+methods with equal arguments in the same order (tested by recording them), so a world does not
+depend on how a Python version implements a draw beyond what `random` promises. What was cut
+is the work around them: lists and tables made once per process or per world instead of per
+draw (option combinations, sorted id lists, digit bounds, lower-cased names) and method
+lookups hoisted out of loops.
 """
 
 from __future__ import annotations
@@ -77,63 +84,71 @@ ORDER_STATUS_WEIGHTS: tuple[tuple[str, float], ...] = (
 )
 
 
-def _digits(rng: random.Random, n: int) -> str:
-    return str(rng.randint(10 ** (n - 1), 10**n - 1))
+#: `randint` bounds of an n-digit number (`str(randint(*_D7))`: seven digits), computed once
+#: instead of per draw; a world draws ~190 of them.
+_D4, _D5, _D7, _D10, _D12 = ((10 ** (n - 1), 10**n - 1) for n in (4, 5, 7, 10, 12))
 
 
 def address_data(rng: random.Random) -> Data:
     """A fictional street address (also used by task synthesis for 'move to' requests)."""
-    city, state = rng.choice(CITIES)
+    randint, choice = rng.randint, rng.choice
+    city, state = choice(CITIES)
     return {
-        "address1": f"{rng.randint(10, 9999)} {rng.choice(STREETS)} {rng.choice(STREET_KINDS)}",
-        "address2": rng.choice(
-            ("", "", f"Apt {rng.randint(1, 40)}", f"Suite {rng.randint(100, 900)}")
-        ),
+        "address1": f"{randint(10, 9999)} {choice(STREETS)} {choice(STREET_KINDS)}",
+        "address2": choice(("", "", f"Apt {randint(1, 40)}", f"Suite {randint(100, 900)}")),
         "city": city,
         "state": state,
         "country": "USA",
-        "zip": _digits(rng, 5),
+        "zip": str(randint(*_D5)),
     }
 
 
-def _payment_method(rng: random.Random, source: str) -> Data:
-    """One method of `source` (a `PaymentMethod` dump: unused fields are None)."""
-    pm_id = f"{source}_{_digits(rng, 7)}"
-    brand = last_four = balance = None
-    if source == "credit_card":
-        brand, last_four = rng.choice(CARD_BRANDS), _digits(rng, 4)
-    elif source == "gift_card":
-        balance = float(rng.randint(0, 300))
-    return {
-        "id": pm_id,
-        "source": source,
-        "brand": brand,
-        "last_four": last_four,
-        "balance": balance,
-    }
+#: The payment sources a user draws from (a list, as the draw has always been given).
+_SOURCES = ["credit_card", "gift_card", "paypal"]
 
 
 def _payment_methods(rng: random.Random) -> dict[str, Data]:
-    """One to three distinct sources; credit card last-fours distinct within a user."""
-    chosen = rng.sample(["credit_card", "gift_card", "paypal"], rng.randint(1, 3))
-    methods = (_payment_method(rng, source) for source in sorted(chosen))
-    return {pm["id"]: pm for pm in methods}
+    """One to three distinct sources, made in sorted order; each a `PaymentMethod` dump whose
+    unused fields are None."""
+    randint = rng.randint
+    chosen = rng.sample(_SOURCES, randint(1, 3))  # `sample` copies its population
+    methods: dict[str, Data] = {}
+    for source in sorted(chosen):
+        pm_id = f"{source}_{randint(*_D7)}"
+        brand = last_four = balance = None
+        if source == "credit_card":
+            brand, last_four = rng.choice(CARD_BRANDS), str(randint(*_D4))
+        elif source == "gift_card":
+            balance = float(randint(0, 300))
+        methods[pm_id] = {
+            "id": pm_id,
+            "source": source,
+            "brand": brand,
+            "last_four": last_four,
+            "balance": balance,
+        }
+    return methods
+
+
+#: Lower-cased names for emails, made once instead of per user.
+_LOWER = {name: name.lower() for name in (*FIRST_NAMES, *LAST_NAMES)}
 
 
 def _users(rng: random.Random, n_users: int) -> dict[str, Data]:
+    randint, choice = rng.randint, rng.choice
     users: dict[str, Data] = {}
     seen_names: set[tuple[str, str]] = set()
     while len(users) < n_users:
-        first, last = rng.choice(FIRST_NAMES), rng.choice(LAST_NAMES)
+        first, last = choice(FIRST_NAMES), choice(LAST_NAMES)
         if (first, last) in seen_names:  # names unique so name + zip finds exactly one user
             continue
         seen_names.add((first, last))
         # Not name-based: a task renames its user to the persona (scenario.become).
-        user_id = f"user_{_digits(rng, 4)}{len(users):02d}"
+        user_id = f"user_{randint(*_D4)}{len(users):02d}"
         users[user_id] = {
             "user_id": user_id,
             "name": {"first_name": first, "last_name": last},
-            "email": f"{first.lower()}.{last.lower()}{rng.randint(1, 99)}@example.com",
+            "email": f"{_LOWER[first]}.{_LOWER[last]}{randint(1, 99)}@example.com",
             "address": address_data(rng),
             "payment_methods": _payment_methods(rng),
             "orders": [],
@@ -141,41 +156,56 @@ def _users(rng: random.Random, n_users: int) -> dict[str, Data]:
     return users
 
 
-def _variants(combos: list[dict[str, str]], base: float, rng: random.Random) -> dict[str, Data]:
-    variants: dict[str, Data] = {}
-    for options in rng.sample(combos, min(len(combos), rng.randint(4, 7))):
-        item_id = _digits(rng, 10)
+def _combos(dims: dict[str, tuple[str, ...]]) -> list[dict[str, str]]:
+    """Every option combination of a product, in the order the draws index them."""
+    combos: list[dict[str, str]] = [{}]
+    for dim, values in dims.items():
+        combos = [{**c, dim: v} for c in combos for v in values]
+    return combos
+
+
+#: Each catalogue entry's combinations, made once per process instead of per world (a world
+#: copies the ones it draws; `sample` only reads the list).
+_COMBOS = {name: _combos(dims) for name, _, dims in CATALOGUE}
+
+
+def _variants(combos: list[dict[str, str]], base: float, rng: random.Random) -> Data:
+    randint, random_, uniform = rng.randint, rng.random, rng.uniform
+    variants: Data = {}
+    for options in rng.sample(combos, min(len(combos), randint(4, 7))):
+        item_id = str(randint(*_D10))
         variants[item_id] = {
             "item_id": item_id,
-            "options": options,
-            "available": rng.random() < 0.75,
-            "price": round(base * rng.uniform(0.85, 1.25), 2),
+            "options": dict(options),  # the table's dicts are never handed out
+            "available": random_() < 0.75,
+            "price": round(base * uniform(0.85, 1.25), 2),
         }
     return variants
 
 
 def _products(rng: random.Random, n_products: int) -> dict[str, Data]:
     products: dict[str, Data] = {}
-    for name, base, dims in rng.sample(CATALOGUE, min(n_products, len(CATALOGUE))):
-        product_id = _digits(rng, 10)
-        combos: list[dict[str, str]] = [{}]
-        for dim, values in dims.items():
-            combos = [{**c, dim: v} for c in combos for v in values]
-        variants = _variants(combos, base, rng)
+    for name, base, _ in rng.sample(CATALOGUE, min(n_products, len(CATALOGUE))):
+        product_id = str(rng.randint(*_D10))
+        variants = _variants(_COMBOS[name], base, rng)
         products[product_id] = {"product_id": product_id, "name": name, "variants": variants}
     return products
 
 
-def _order_items(rng: random.Random, by_id: list[Data]) -> list[Data]:
+def _order_items(
+    rng: random.Random, by_id: list[Data], variant_ids: dict[str, list[str]]
+) -> list[Data]:
     """One to three items from distinct products (so an item id names one line of the order);
-    `by_id`: the products sorted by id."""
+    `by_id`: the products sorted by id; `variant_ids`: each product's variant ids, sorted."""
+    choice = rng.choice
     items = []
     for product in rng.sample(by_id, rng.randint(1, 3)):
-        variant = product["variants"][rng.choice(sorted(product["variants"]))]
+        product_id = product["product_id"]
+        variant = product["variants"][choice(variant_ids[product_id])]
         items.append(
             {
                 "item_id": variant["item_id"],
-                "product_id": product["product_id"],
+                "product_id": product_id,
                 "name": product["name"],
                 "options": dict(variant["options"]),
                 "price": variant["price"],
@@ -184,21 +214,17 @@ def _order_items(rng: random.Random, by_id: list[Data]) -> list[Data]:
     return items
 
 
-def _payment(kind: str, amount: float, pm_id: str) -> Data:
-    return {"transaction_type": kind, "amount": amount, "payment_method_id": pm_id}
-
-
 def _order(order_id: str, user: Data, items: list[Data], status: str, pm_id: str, rng) -> Data:
     """An `Order` dump: its payments (and refund, if cancelled), its fulfillment (once it has
     shipped), every optional field at its default."""
-    total = round(sum(i["price"] for i in items), 2)
-    history = [_payment("payment", total, pm_id)]
+    total = round(sum([i["price"] for i in items]), 2)
+    history = [{"transaction_type": "payment", "amount": total, "payment_method_id": pm_id}]
     if status == "cancelled":
-        history.append(_payment("refund", total, pm_id))
+        history.append({"transaction_type": "refund", "amount": total, "payment_method_id": pm_id})
     fulfillments = []
-    if status not in ("pending", "cancelled"):
+    if status != "pending" and status != "cancelled":
         item_ids = [i["item_id"] for i in items]
-        fulfillments = [{"tracking_id": _digits(rng, 12), "item_ids": item_ids}]
+        fulfillments = [{"tracking_id": str(rng.randint(*_D12)), "item_ids": item_ids}]
     return {
         "order_id": order_id,
         "user_id": user["user_id"],
@@ -219,22 +245,30 @@ def _order(order_id: str, user: Data, items: list[Data], status: str, pm_id: str
     }
 
 
+_STATUSES = [s for s, _ in ORDER_STATUS_WEIGHTS]
+_WEIGHTS = [w for _, w in ORDER_STATUS_WEIGHTS]
+
+
 def _orders(
     rng: random.Random, users: dict[str, Data], products: dict[str, Data], n_orders: int
 ) -> dict[str, Data]:
+    """Orders of random users; the sorted id lists the draws index are made once per world
+    (users' payment methods and products' variants do not change while orders are made)."""
+    randint, choice, choices = rng.randint, rng.choice, rng.choices
     orders: dict[str, Data] = {}
     user_ids = sorted(users)
     by_id = sorted(products.values(), key=lambda p: p["product_id"])
-    statuses = [s for s, _ in ORDER_STATUS_WEIGHTS]
-    weights = [w for _, w in ORDER_STATUS_WEIGHTS]
+    variant_ids = {p["product_id"]: sorted(p["variants"]) for p in by_id}
+    pm_ids = {uid: sorted(u["payment_methods"]) for uid, u in users.items()}
     while len(orders) < n_orders:
-        order_id = f"#W{_digits(rng, 7)}"
+        order_id = f"#W{randint(*_D7)}"
         if order_id in orders:
             continue
-        user = users[rng.choice(user_ids)]
-        items = _order_items(rng, by_id)
-        status = rng.choices(statuses, weights)[0]
-        pm_id = rng.choice(sorted(user["payment_methods"]))
+        user_id = choice(user_ids)
+        user = users[user_id]
+        items = _order_items(rng, by_id, variant_ids)
+        status = choices(_STATUSES, _WEIGHTS)[0]
+        pm_id = choice(pm_ids[user_id])
         orders[order_id] = _order(order_id, user, items, status, pm_id, rng)
         user["orders"].append(order_id)
     return orders
