@@ -23,6 +23,9 @@ from trajforge.schemas import GoldAction, Persona, StatePatch
 
 S = TypeVar("S", bound=BaseModel)
 
+#: The claims of a plan with no sub-goal yet (one frozenset, not one per actor tried).
+_NOTHING_CLAIMED: frozenset[str] = frozenset()
+
 
 class TaskSpace(Protocol[S]):
     """What a domain gives the planner: its sub-goal builders, its actors, their opening."""
@@ -67,6 +70,7 @@ def plan_actor(
     complexity: int,
     rng: random.Random,
     fresh: Callable[[], BaseModel] | None = None,
+    undoable: bool | None = None,
 ) -> Plan | None:
     """Up to `complexity` feasible sub-goals for one actor, the first of type `types[0]`.
 
@@ -76,13 +80,17 @@ def plan_actor(
     the entries it dumped before the call), so `state` is handed back as it came, without a
     working copy (a validation of the whole world per actor tried). Otherwise on a working
     copy: `fresh` makes it (a new state equal to `state`, sharing nothing with it), by
-    default a JSON round trip of `state`.
+    default a JSON round trip of `state`. `undoable`: whether the writes can be undone on
+    `state` itself, when the caller has decided it already (`best_plan`: once per search,
+    not once per actor tried); None decides it here.
     """
-    first = space.builders[types[0]](state, actor, rng, frozenset())
+    if undoable is None:
+        undoable = toolbox.declares_touches and LiveDump.SHARE
+    first = space.builders[types[0]](state, actor, rng, _NOTHING_CLAIMED)
     if first is None:  # decided on the untouched state: the opening is assumed read-only
         return None
     opening = space.opening(state, actor, rng)
-    if toolbox.declares_touches and LiveDump.SHARE:
+    if undoable:
         # never hashed: each write dumps only the entries it touches, and is undone at the end
         live = LiveDump(hold=False, journal=True)
         try:
@@ -115,14 +123,15 @@ def _grow(
     ):
         return None
     goals: list[SubGoal] = [first]
+    claimed = frozenset((first.claim,))  # grows with `goals`, not rebuilt per type tried
     for task_type in types[1:]:
         if len(goals) == complexity:
             break
-        claimed = frozenset(g.claim for g in goals)
         goal = space.builders[task_type](work, actor, rng, claimed)
         # A failed sub-goal is dropped; its reads changed nothing and a failed write is undone.
         if goal is not None and run_actions(toolbox, work, goal.actions, live):
             goals.append(goal)
+            claimed = claimed | {goal.claim}
     return Plan(actor, opening, tuple(goals))
 
 
@@ -140,6 +149,7 @@ def best_plan(
     type no actor can do (no delivered orders at all, say) passes to the next type. `fresh`:
     see `plan_actor`.
     """
+    undoable = toolbox.declares_touches and LiveDump.SHARE
     leading = list(space.builders)
     rng.shuffle(leading)
     actors = list(space.actors(state))
@@ -149,7 +159,8 @@ def best_plan(
         best: Plan | None = None
         for actor in actors:
             rng.shuffle(rest)
-            plan = plan_actor(space, toolbox, state, actor, [first, *rest], complexity, rng, fresh)
+            types = [first, *rest]
+            plan = plan_actor(space, toolbox, state, actor, types, complexity, rng, fresh, undoable)
             if plan is not None and (best is None or len(plan.goals) > len(best.goals)):
                 best = plan
             if best is not None and len(best.goals) == complexity:

@@ -13,7 +13,13 @@ from collections.abc import Callable
 from types import MappingProxyType
 
 from trajforge.generators.domain_kit import SubGoal, SubGoalBuilder, act
-from trajforge.generators.domains.retail.data_model import Order, RetailState, User, random_address
+from trajforge.generators.domains.retail.data_model import (
+    Order,
+    OrderItem,
+    RetailState,
+    User,
+    random_address,
+)
 from trajforge.generators.domains.retail.describe import (
     address_arguments,
     address_text,
@@ -57,13 +63,23 @@ def _cancel(state: RetailState, user: User, rng: random.Random, claimed: frozens
     )
 
 
-def _swap_plan(state: RetailState, order: Order, rng: random.Random):
-    """Pick 1-2 lines with alternatives and a replacement variant for each (or None)."""
-    swappable = [line for line in order.items if alternatives(state, line)]
-    if not swappable:
-        return None
+def _swappable(state: RetailState, order: Order) -> list[OrderItem]:
+    """The lines of `order` that have another available variant to be swapped for."""
+    return [line for line in order.items if alternatives(state, line)]
+
+
+def _swap_plan(
+    state: RetailState, swappable: list[OrderItem], rng: random.Random
+) -> tuple[list[OrderItem], list[str]]:
+    """Pick 1-2 of the `swappable` lines and a replacement variant for each."""
     lines = rng.sample(swappable, min(len(swappable), rng.choice((1, 1, 2))))
-    new_ids = [rng.choice(alternatives(state, line)) for line in lines]
+    return lines, [rng.choice(alternatives(state, line)) for line in lines]
+
+
+def _swap_terms(
+    state: RetailState, lines: list[OrderItem], new_ids: list[str]
+) -> tuple[float, str]:
+    """The price difference of swapping `lines` for `new_ids`, and the wish in words."""
     new_variants = [
         state.products[ln.product_id].variants[n] for ln, n in zip(lines, new_ids, strict=True)
     ]
@@ -72,7 +88,7 @@ def _swap_plan(state: RetailState, order: Order, rng: random.Random):
         f"the {item(ln)} to the {options(v.options)} version"
         for ln, v in zip(lines, new_variants, strict=True)
     )
-    return lines, new_ids, difference, wishes
+    return difference, wishes
 
 
 def _swap_goal(
@@ -83,15 +99,16 @@ def _swap_goal(
     status: str,
 ) -> SubGoal | None:
     """Shared by modify_items (pending) and exchange_items (delivered): same shape of request."""
-    orders = [
-        o
+    swappable = {
+        o.order_id: lines
         for o in user_orders(state, user, claimed, status)
-        if not o.items_modified and any(alternatives(state, ln) for ln in o.items)
-    ]
-    if not orders:
+        if not o.items_modified and (lines := _swappable(state, o))
+    }  # each order's swappable lines found once, not once to filter and again to draw
+    if not swappable:
         return None
-    order = rng.choice(orders)
-    lines, new_ids, difference, wishes = _swap_plan(state, order, rng)
+    order = rng.choice([state.orders[o] for o in swappable])
+    lines, new_ids = _swap_plan(state, swappable[order.order_id], rng)
+    difference, wishes = _swap_terms(state, lines, new_ids)
     methods = affordable(user, difference)
     if not methods:
         return None
