@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from trajforge.generators.tooling import Domain, LiveDump, Toolbox
+from trajforge.generators.world_templates import TEMPLATES, CowCopy, WorldTemplate, template_key
 from trajforge.schemas import GoldAction, InitialState, ToolCall, content_hash
 
 #: Entries kept per process (~1 KB each). A batch runner finishes a stage for every element
@@ -112,16 +113,22 @@ def gold_calls(actions: Iterable[GoldAction]) -> list[ToolCall]:
 
 
 def run_replay(
-    toolbox: Toolbox, state: BaseModel, calls: Sequence[ToolCall], prefixes: bool
+    toolbox: Toolbox,
+    state: BaseModel,
+    calls: Sequence[ToolCall],
+    prefixes: bool,
+    start: CowCopy | None = None,
 ) -> Replay:
     """Execute `calls` in order on `state` (mutated in place); every call runs, even after an
-    error, exactly as the outcome check replays a trajectory."""
-    live = LiveDump()  # one dump per state version, shared by the writes and the hashes
+    error, exactly as the outcome check replays a trajectory. `start`: `state` is that
+    template's handout, whose dump and hash (computed once per template) are the first
+    version's."""
+    live = LiveDump(start=start)  # one dump per state version, shared by writes and hashes
     hashes: list[str] = []
     if prefixes:
-        if LiveDump.SHARE:  # the first write's "before" and the initial hash: one dump
+        if LiveDump.SHARE and start is None:  # the first write's "before", the first hash
             live.dumped = state.model_dump(mode="json")
-        hashes.append(live.state_hash(state))
+        hashes.append(live.state_hash(state))  # a handout's: its template's, made once
     failed = None
     for i, call in enumerate(calls):
         execution = live.execute(toolbox, state, call)
@@ -140,17 +147,22 @@ def replay(
     init: InitialState,
     calls: Sequence[ToolCall],
     prefixes: bool = False,
-    built: BaseModel | None = None,
+    built: BaseModel | WorldTemplate | None = None,
 ) -> Replay:
     """The replay of `calls` on the world `init`, from the memo when it is there (with the
     per-call hashes when `prefixes`). `built`: `initial_state(init)` already built by a caller
-    that no longer reads it; a miss replays on it (mutating it) instead of building another."""
+    that no longer reads it; a miss replays on it (mutating it) instead of building another;
+    or the template of that world, and a miss replays on a copy-on-write handout of it."""
     key = replay_key(world_of(name, toolbox, initial_state), init, calls)
     entry = MEMO.get(key)
     if entry is not None and (entry.hashes is not None or not prefixes):
         return entry
-    state = built if built is not None else initial_state(init)
-    entry = run_replay(toolbox, state, calls, prefixes)
+    if isinstance(built, WorldTemplate):
+        handout = built.handout()
+        entry = run_replay(toolbox, handout.state, calls, prefixes, handout)
+    else:
+        state = built if built is not None else initial_state(init)
+        entry = run_replay(toolbox, state, calls, prefixes)
     MEMO.put(key, entry)
     return entry
 
@@ -177,3 +189,22 @@ def remember_final(domain: Domain, init: InitialState, calls: Sequence[ToolCall]
 
 def _domain_key(domain: Domain, init: InitialState, calls: Sequence[ToolCall]) -> str:
     return replay_key(world_of(domain.name, domain.toolbox, domain.initial_state), init, calls)
+
+
+def register_template(
+    name: str,
+    toolbox: Toolbox,
+    initial_state: Callable[[InitialState], BaseModel],
+    init: InitialState,
+    state: BaseModel,
+) -> WorldTemplate | None:
+    """Keep `state` (equal to `initial_state(init)`; its caller never mutates it again) as the
+    process's template of that world; None when it cannot be shared."""
+    return TEMPLATES.put(template_key(world_of(name, toolbox, initial_state), init), state)
+
+
+def template_of(domain: Domain, init: InitialState) -> WorldTemplate | None:
+    """This process's template of `domain`'s world `init`, if it has one."""
+    return TEMPLATES.get(
+        template_key(world_of(domain.name, domain.toolbox, domain.initial_state), init)
+    )
