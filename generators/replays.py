@@ -203,8 +203,23 @@ def register_template(
     return TEMPLATES.put(template_key(world_of(name, toolbox, initial_state), init), state)
 
 
-def template_of(domain: Domain, init: InitialState) -> WorldTemplate | None:
-    """This process's template of `domain`'s world `init`, if it has one."""
-    return TEMPLATES.get(
-        template_key(world_of(domain.name, domain.toolbox, domain.initial_state), init)
-    )
+def template_of(domain: Domain, init: InitialState, take: bool = False) -> WorldTemplate | None:
+    """This process's template of `domain`'s world `init`, if it has one (`take`: and
+    forget it, for its last reader)."""
+    key = template_key(world_of(domain.name, domain.toolbox, domain.initial_state), init)
+    return TEMPLATES.take(key) if take else TEMPLATES.get(key)
+
+
+def live_world(
+    domain: Domain, init: InitialState, initial_hash: str | None = None
+) -> tuple[BaseModel, LiveDump]:
+    """A task's initial state to run calls on, and its live dump: a copy-on-write handout of
+    this process's template of the world when synthesis left one (taken: no later stage
+    reads it), so nothing is validated and the first write starts from the template's dump
+    instead of dumping the whole world; else built as always. `initial_hash`: the state's
+    hash when the caller knows it."""
+    template = template_of(domain, init, take=True)
+    if template is None:
+        return domain.initial_state(init), LiveDump(initial_hash)
+    handout = template.handout()
+    return handout.state, LiveDump(initial_hash, start=handout)

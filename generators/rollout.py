@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from trajforge.generators.agent import AgentPolicy, AgentTurn
 from trajforge.generators.prompts import TRANSFER_TOKEN, agent_system_prompt
-from trajforge.generators.replays import gold_calls, recorded, remember_final, template_of
+from trajforge.generators.replays import gold_calls, live_world, recorded, remember_final
 from trajforge.generators.tooling import Domain, LiveDump, ToolExecution
 from trajforge.generators.user import UserSimulator
 from trajforge.schemas import (
@@ -101,7 +101,7 @@ async def run_rollout(
     observer: RolloutObserver | None = None,
 ) -> Trajectory:
     """Run one conversation to a termination and return it as a Trajectory (mode "rollout")."""
-    state, live = _live_world(domain, task)
+    state, live = live_world(domain, task.initial_state, _known_initial_hash(domain, task))
     run = _Run(
         task=task,
         domain=domain,
@@ -128,18 +128,6 @@ async def run_rollout(
         cost=run.cost,
         provenance=provenance,
     )
-
-
-def _live_world(domain: Domain, task: Task) -> tuple[BaseModel, LiveDump]:
-    """The task's initial state and its live dump: a copy-on-write handout of this process's
-    template of the world when synthesis left one (no validation, and the first write starts
-    from the template's dump instead of dumping the whole world), else built as always."""
-    template = template_of(domain, task.initial_state)
-    known = _known_initial_hash(domain, task)
-    if template is None:
-        return domain.initial_state(task.initial_state), LiveDump(known)
-    handout = template.handout()
-    return handout.state, LiveDump(known, start=handout)
 
 
 def _known_initial_hash(domain: Domain, task: Task) -> str | None:

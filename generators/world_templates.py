@@ -204,6 +204,18 @@ class WorldTemplates:
             self.hits += 1
             return entry
 
+    def take(self, key: str) -> WorldTemplate | None:
+        """`get`, and forget the template: its last reader (the rollout) holds it from now
+        on, so it is freed with the rollout instead of lingering until evicted (memory, and
+        full garbage collections walking it)."""
+        with self._lock:
+            entry = self._entries.pop(key, None) if self.enabled else None
+            if entry is None:
+                self.misses += 1
+                return None
+            self.hits += 1
+            return entry
+
     def put(
         self, key: str, state: BaseModel, dumped: dict[str, Any] | None = None
     ) -> WorldTemplate | None:

@@ -238,3 +238,30 @@ def test_synthesis_registers_a_template_equal_to_a_fresh_world(name):
         checked += 1
     assert checked >= 20
     TEMPLATES.clear()
+
+
+@pytest.mark.parametrize("agent_kind", ["clumsy", "oracle", "reads"])
+def test_rollouts_on_handouts_equal_rollouts_on_fresh_worlds(agent_kind, provenance):
+    """The rollout takes synthesis's template (a hit, then forgotten) and gives the very
+    trajectories a rollout on a freshly validated world gives (templates off)."""
+    from tests.generators.test_rollout import AGENTS, _retail_tasks, rollout
+    from trajforge.generators.user import ScriptedUser
+
+    domain, tasks = _retail_tasks(5)
+
+    def run_all():
+        out = []
+        for task in tasks:
+            agent = AGENTS[agent_kind](task)
+            traj = rollout(task, domain, agent, ScriptedUser(task), provenance, max_turns=4)
+            out.append(traj.to_json())
+        return out
+
+    assert all(template_of(domain, t.initial_state) is not None for t in tasks)
+    on_handouts = run_all()
+    assert all(template_of(domain, t.initial_state) is None for t in tasks), "taken"
+    TEMPLATES.enabled = False
+    try:
+        assert run_all() == on_handouts
+    finally:
+        TEMPLATES.enabled = True
