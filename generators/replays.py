@@ -197,10 +197,13 @@ def register_template(
     initial_state: Callable[[InitialState], BaseModel],
     init: InitialState,
     state: BaseModel,
+    dumped: dict | None = None,
 ) -> WorldTemplate | None:
     """Keep `state` (equal to `initial_state(init)`; its caller never mutates it again) as the
-    process's template of that world; None when it cannot be shared."""
-    return TEMPLATES.put(template_key(world_of(name, toolbox, initial_state), init), state)
+    process's template of that world, with its dump when the caller knows it; None when it
+    cannot be shared."""
+    key = template_key(world_of(name, toolbox, initial_state), init)
+    return TEMPLATES.put(key, state, dumped)
 
 
 def template_of(domain: Domain, init: InitialState, take: bool = False) -> WorldTemplate | None:

@@ -26,12 +26,13 @@ import copy
 import enum
 import hashlib
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from trajforge.generators.state_dumps import patched_dump
 from trajforge.schemas import InitialState, content_hash
 from trajforge.schemas.base import CanonicalParts
 
@@ -175,6 +176,32 @@ def can_share(state: Any) -> bool:
         type(v) in (dict, list) or isinstance(v, (BaseModel, *_IMMUTABLE))
         for v in state.__dict__.values()
     )
+
+
+class PlainWorld(Protocol):
+    """A domain whose generated worlds are plain data equal to their dumps: the template of a
+    world it synthesised starts from that data instead of a whole `model_dump`. Optional; a
+    domain without `initial_dump` (or returning None) has its templates dumped once."""
+
+    def initial_dump(self, init: InitialState) -> dict[str, Any] | None: ...
+
+
+def known_dump(
+    initial_state: Callable[[InitialState], BaseModel],
+    seeded: InitialState,
+    patched: InitialState,
+    state: BaseModel,
+) -> dict[str, Any] | None:
+    """The dump of `state` (the world `seeded` with `patched`'s patches applied to it in
+    place), from the domain's plain data of the seeded world (`PlainWorld`, found on the
+    bound `initial_state`'s domain) with each patched entry re-dumped from `state`
+    (`patched_dump`); None when the domain has no plain data or a path does not fit."""
+    domain = getattr(initial_state, "__self__", None)
+    plain = getattr(domain, "initial_dump", None)
+    seeded_dump = plain(seeded) if plain is not None else None
+    if seeded_dump is None:
+        return None
+    return patched_dump(state, seeded_dump, [tuple(p.path.split(".")) for p in patched.patches])
 
 
 def template_key(world: list[str], init: InitialState) -> str:

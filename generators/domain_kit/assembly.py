@@ -28,6 +28,7 @@ from trajforge.generators.prompts import STOP_TOKEN
 from trajforge.generators.replays import gold_calls, register_template, replay
 from trajforge.generators.tooling import TaskRejected, Toolbox
 from trajforge.generators.vocabulary import DomainVocabulary
+from trajforge.generators.world_templates import known_dump
 from trajforge.schemas import (
     InitialState,
     IntentCoordinates,
@@ -148,7 +149,8 @@ def synthesize(
     # `state` after this: it becomes the process's template of the task's world, and the
     # replay (like the rollout later) runs on a copy-on-write handout of it (world_templates).
     calls = gold_calls(plan.actions)
-    built = register_template(recipe.domain, recipe.toolbox, initial_state, init, state)
+    dumped = known_dump(initial_state, world, init, state)  # None: dumped once, lazily
+    built = register_template(recipe.domain, recipe.toolbox, initial_state, init, state, dumped)
     start = built if built is not None else state
     replayed = replay(recipe.domain, recipe.toolbox, initial_state, init, calls, True, start)
     if replayed.failed is not None:

@@ -235,6 +235,10 @@ def test_synthesis_registers_a_template_equal_to_a_fresh_world(name):
         fresh = domain.initial_state(task.initial_state)
         assert _text(template.state) == _text(fresh)
         assert template.dumped().hash == content_hash(fresh.model_dump(mode="json"))
+        assert json.dumps(template.dumped().dumped) == _text(fresh)  # a plain-data start too
+        if name == "retail":  # started from the plain data: the untouched part is that data
+            plain = domain.initial_dump(InitialState(seed=task.initial_state.seed))
+            assert template.dumped().dumped["products"] is plain["products"]
         checked += 1
     assert checked >= 20
     TEMPLATES.clear()
@@ -265,3 +269,14 @@ def test_rollouts_on_handouts_equal_rollouts_on_fresh_worlds(agent_kind, provena
         assert run_all() == on_handouts
     finally:
         TEMPLATES.enabled = True
+
+
+def test_retail_plain_worlds_are_their_dumps():
+    """`RetailDomain.initial_dump`: the generated plain data is the validated world's dump,
+    key order included, on every seed tried (templates start from it instead of a dump)."""
+    domain = get_domain("retail")
+    for seed in range(300):
+        init = InitialState(seed=seed)
+        assert json.dumps(domain.initial_dump(init)) == _text(domain.initial_state(init)), seed
+    patched = InitialState(seed=1, patches=[{"path": "users.x.email", "value": "a@b.c"}])
+    assert domain.initial_dump(patched) is None

@@ -49,6 +49,14 @@ class RetailDomain:
         patches = tuple((p.path, canonical_json(p.value)) for p in init.patches)
         return RetailState.model_validate(_patched_world(init.seed, patches))
 
+    def initial_dump(self, init: InitialState) -> dict | None:
+        """`initial_state(init).model_dump(mode="json")` without validating or dumping: the
+        generated plain data is already the dump, key order included (tests hold every seed
+        they try to that), so synthesis's template of a world starts from it
+        (`world_templates.PlainWorld`). None with patches: a patch's value is not known to be
+        in its dumped form (an int for a float field)."""
+        return None if init.patches else _seeded_world(init.seed)
+
     def synthesize_task(self, persona: Persona, seed: int) -> Task:
         """An unverified task (run `verify_task` next); raises TaskRejected if none is feasible."""
         return tasks.synthesize_task(self.toolbox, self.initial_state, persona, seed)
