@@ -213,6 +213,18 @@ def template_of(domain: Domain, init: InitialState, take: bool = False) -> World
     return TEMPLATES.take(key) if take else TEMPLATES.get(key)
 
 
+def taken_world(domain: Domain, init: InitialState) -> BaseModel | None:
+    """For a domain's `initial_state` (a fresh object every call): this process's template of
+    the world `init`, itself, taken from the cache, or None. Safe to hand over for mutation:
+    once taken nothing reads the template again (the one handout before, synthesis's gold
+    replay, is finished; the rollout takes its own through `live_world`), so the first stage
+    that builds the task's world after synthesis (the blueprint's skeleton, a rollout that
+    missed) gets it without validating, and a template no rollout takes is freed then."""
+    key = template_key(world_of(domain.name, domain.toolbox, domain.initial_state), init)
+    template = TEMPLATES.take(key)
+    return template.state if template is not None else None
+
+
 def live_world(
     domain: Domain, init: InitialState, initial_hash: str | None = None
 ) -> tuple[BaseModel, LiveDump]:

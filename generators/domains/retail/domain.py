@@ -12,6 +12,7 @@ from trajforge.generators.domains.retail.phrasing import RETAIL_PHRASING
 from trajforge.generators.domains.retail.rules import RETAIL_CLAIMS, RETAIL_RULES
 from trajforge.generators.domains.retail.tools import TOOLS
 from trajforge.generators.domains.retail.world import generate_world
+from trajforge.generators.replays import taken_world
 from trajforge.generators.tooling import Toolbox
 from trajforge.schemas import InitialState, Persona, Task, canonical_json
 
@@ -45,7 +46,11 @@ class RetailDomain:
 
     def initial_state(self, init: InitialState) -> RetailState:
         """The seeded world with the task's patches applied (a fresh object every call:
-        validation builds new objects from the shared plain data, which nobody mutates)."""
+        validation builds new objects from the shared plain data, which nobody mutates; or
+        the template synthesis left in this process, taken: `replays.taken_world`)."""
+        taken = taken_world(self, init)
+        if taken is not None:
+            return taken  # type: ignore[return-value]
         patches = tuple((p.path, canonical_json(p.value)) for p in init.patches)
         return RetailState.model_validate(_patched_world(init.seed, patches))
 
