@@ -16,7 +16,9 @@ every domain to that, byte for byte).
 The template's whole dump, its `CanonicalParts` and its hash are computed once, lazily
 (`dumped()`): the replay's first version and the rollout's first write start from them. A miss
 (another process, an evicted template, a state this cannot copy) builds the world as before,
-so results never depend on what is cached, only the CPU does.
+so results never depend on what is cached, only the CPU does. The last reader takes the
+template (`WorldTemplates.take`: the rollout, or a domain's `initial_state` asked first, such
+as the blueprint skeleton's), so it is freed with that reader instead of lingering.
 """
 
 from __future__ import annotations
