@@ -20,6 +20,7 @@ from trajforge.schemas.base import CanonicalParts
 
 if TYPE_CHECKING:
     from trajforge.generators.tooling import Toolbox, ToolExecution
+    from trajforge.generators.world_templates import CowCopy
 
 
 class LiveDump:
@@ -36,7 +37,11 @@ class LiveDump:
     SHARE = True
 
     def __init__(
-        self, initial_hash: str | None = None, hold: bool = True, journal: bool = False
+        self,
+        initial_hash: str | None = None,
+        hold: bool = True,
+        journal: bool = False,
+        start: CowCopy | None = None,
     ) -> None:
         self.dumped: dict[str, Any] | None = None
         #: False: a write with nothing held dumps only the entries it touches and no whole
@@ -51,11 +56,15 @@ class LiveDump:
         #: The initial state's hash when the caller knows it (a replay memo entry): the final
         #: hash of a run in which no write ran.
         self.initial_hash = initial_hash
+        #: The handout the live state is, when it is one (None: a state of its own).
+        self.cow = start
 
     def execute(self, toolbox: Toolbox, state: BaseModel, call: ToolCall) -> ToolExecution:
         """`toolbox.execute` with the held dump; holds the write's `state_after`."""
+        if self.dumped is None and not self.wrote and self.cow is not None:
+            self._adopt_template()
         execution = toolbox.execute(
-            state, call, self.dumped, incremental=self.SHARE, hold=self.hold
+            state, call, self.dumped, incremental=self.SHARE, hold=self.hold, cow=self.cow
         )
         if execution.state_after is not None and self.SHARE:
             self.dumped = execution.state_after
@@ -64,6 +73,14 @@ class LiveDump:
         if ran and self._journal is not None and execution.undo is not None:
             self._journal.append(execution.undo)
         return execution
+
+    def _adopt_template(self) -> None:
+        """Hold the template's dump as the current one (nothing wrote yet, so the copy is
+        still equal to its template), with its parts so the next hash re-encodes only what
+        changed, when a dump is wanted at all (`hold`, SHARE)."""
+        if self.hold and self.SHARE and self.cow is not None:
+            template = self.cow.template.dumped()
+            self.dumped, self.parts = template.dumped, template.parts_for_copy()
 
     def undo_all(self, state: BaseModel) -> None:
         """Put `state` back as it was before the first journalled write (last write first)."""
@@ -81,4 +98,6 @@ class LiveDump:
             return hashlib.sha256(self.parts.bytes_of(self.dumped)).hexdigest()
         if self.initial_hash is not None and self.SHARE:
             return self.initial_hash
+        if self.cow is not None and self.SHARE:  # no write ran: the copy is its template
+            return self.cow.template.dumped().hash
         return state_hash(state)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from trajforge.generators.tooling import Domain, LiveDump, Toolbox
+from trajforge.generators.world_templates import TEMPLATES, CowCopy, WorldTemplate, template_key
 from trajforge.schemas import GoldAction, InitialState, ToolCall, content_hash
 
 #: Entries kept per process (~1 KB each). A batch runner finishes a stage for every element
@@ -112,16 +113,22 @@ def gold_calls(actions: Iterable[GoldAction]) -> list[ToolCall]:
 
 
 def run_replay(
-    toolbox: Toolbox, state: BaseModel, calls: Sequence[ToolCall], prefixes: bool
+    toolbox: Toolbox,
+    state: BaseModel,
+    calls: Sequence[ToolCall],
+    prefixes: bool,
+    start: CowCopy | None = None,
 ) -> Replay:
     """Execute `calls` in order on `state` (mutated in place); every call runs, even after an
-    error, exactly as the outcome check replays a trajectory."""
-    live = LiveDump()  # one dump per state version, shared by the writes and the hashes
+    error, exactly as the outcome check replays a trajectory. `start`: `state` is that
+    template's handout, whose dump and hash (computed once per template) are the first
+    version's."""
+    live = LiveDump(start=start)  # one dump per state version, shared by writes and hashes
     hashes: list[str] = []
     if prefixes:
-        if LiveDump.SHARE:  # the first write's "before" and the initial hash: one dump
+        if LiveDump.SHARE and start is None:  # the first write's "before", the first hash
             live.dumped = state.model_dump(mode="json")
-        hashes.append(live.state_hash(state))
+        hashes.append(live.state_hash(state))  # a handout's: its template's, made once
     failed = None
     for i, call in enumerate(calls):
         execution = live.execute(toolbox, state, call)
@@ -140,17 +147,22 @@ def replay(
     init: InitialState,
     calls: Sequence[ToolCall],
     prefixes: bool = False,
-    built: BaseModel | None = None,
+    built: BaseModel | WorldTemplate | None = None,
 ) -> Replay:
     """The replay of `calls` on the world `init`, from the memo when it is there (with the
     per-call hashes when `prefixes`). `built`: `initial_state(init)` already built by a caller
-    that no longer reads it; a miss replays on it (mutating it) instead of building another."""
+    that no longer reads it; a miss replays on it (mutating it) instead of building another;
+    or the template of that world, and a miss replays on a copy-on-write handout of it."""
     key = replay_key(world_of(name, toolbox, initial_state), init, calls)
     entry = MEMO.get(key)
     if entry is not None and (entry.hashes is not None or not prefixes):
         return entry
-    state = built if built is not None else initial_state(init)
-    entry = run_replay(toolbox, state, calls, prefixes)
+    if isinstance(built, WorldTemplate):
+        handout = built.handout()
+        entry = run_replay(toolbox, handout.state, calls, prefixes, handout)
+    else:
+        state = built if built is not None else initial_state(init)
+        entry = run_replay(toolbox, state, calls, prefixes)
     MEMO.put(key, entry)
     return entry
 
@@ -177,3 +189,52 @@ def remember_final(domain: Domain, init: InitialState, calls: Sequence[ToolCall]
 
 def _domain_key(domain: Domain, init: InitialState, calls: Sequence[ToolCall]) -> str:
     return replay_key(world_of(domain.name, domain.toolbox, domain.initial_state), init, calls)
+
+
+def register_template(
+    name: str,
+    toolbox: Toolbox,
+    initial_state: Callable[[InitialState], BaseModel],
+    init: InitialState,
+    state: BaseModel,
+    dumped: dict | None = None,
+) -> WorldTemplate | None:
+    """Keep `state` (equal to `initial_state(init)`; its caller never mutates it again) as the
+    process's template of that world, with its dump when the caller knows it; None when it
+    cannot be shared."""
+    key = template_key(world_of(name, toolbox, initial_state), init)
+    return TEMPLATES.put(key, state, dumped)
+
+
+def template_of(domain: Domain, init: InitialState, take: bool = False) -> WorldTemplate | None:
+    """This process's template of `domain`'s world `init`, if it has one (`take`: and
+    forget it, for its last reader)."""
+    key = template_key(world_of(domain.name, domain.toolbox, domain.initial_state), init)
+    return TEMPLATES.take(key) if take else TEMPLATES.get(key)
+
+
+def taken_world(domain: Domain, init: InitialState) -> BaseModel | None:
+    """For a domain's `initial_state` (a fresh object every call): this process's template of
+    the world `init`, itself, taken from the cache, or None. Safe to hand over for mutation:
+    once taken nothing reads the template again (the one handout before, synthesis's gold
+    replay, is finished; the rollout takes its own through `live_world`), so the first stage
+    that builds the task's world after synthesis (the blueprint's skeleton, a rollout that
+    missed) gets it without validating, and a template no rollout takes is freed then."""
+    key = template_key(world_of(domain.name, domain.toolbox, domain.initial_state), init)
+    template = TEMPLATES.take(key)
+    return template.state if template is not None else None
+
+
+def live_world(
+    domain: Domain, init: InitialState, initial_hash: str | None = None
+) -> tuple[BaseModel, LiveDump]:
+    """A task's initial state to run calls on, and its live dump: a copy-on-write handout of
+    this process's template of the world when synthesis left one (taken: no later stage
+    reads it), so nothing is validated and the first write starts from the template's dump
+    instead of dumping the whole world; else built as always. `initial_hash`: the state's
+    hash when the caller knows it."""
+    template = template_of(domain, init, take=True)
+    if template is None:
+        return domain.initial_state(init), LiveDump(initial_hash)
+    handout = template.handout()
+    return handout.state, LiveDump(initial_hash, start=handout)

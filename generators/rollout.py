@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from trajforge.generators.agent import AgentPolicy, AgentTurn
 from trajforge.generators.prompts import TRANSFER_TOKEN, agent_system_prompt
-from trajforge.generators.replays import gold_calls, recorded, remember_final
+from trajforge.generators.replays import gold_calls, live_world, recorded, remember_final
 from trajforge.generators.tooling import Domain, LiveDump, ToolExecution
 from trajforge.generators.user import UserSimulator
 from trajforge.schemas import (
@@ -101,14 +101,15 @@ async def run_rollout(
     observer: RolloutObserver | None = None,
 ) -> Trajectory:
     """Run one conversation to a termination and return it as a Trajectory (mode "rollout")."""
+    state, live = live_world(domain, task.initial_state, _known_initial_hash(domain, task))
     run = _Run(
         task=task,
         domain=domain,
-        state=domain.initial_state(task.initial_state),
+        state=state,
         seed=seed,
         messages=[],
         observer=observer,
-        live=LiveDump(_known_initial_hash(domain, task)),
+        live=live,
     )
     run.append(
         Message(role="system", content=agent_system_prompt(domain.policy, domain.vocabulary))

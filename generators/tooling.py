@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Protocol, get_type_hints
+from typing import TYPE_CHECKING, Any, Protocol, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
@@ -48,6 +48,9 @@ from trajforge.schemas import (
     ToolSpec,
     content_hash,
 )
+
+if TYPE_CHECKING:
+    from trajforge.generators.world_templates import CowCopy
 
 #: `touches(state, arguments) -> paths`: the entries of the dump (paths of keys from its top,
 #: such as ("orders", order_id)) that a write may mutate, read from the state before the call.
@@ -224,6 +227,7 @@ class Toolbox:
         dumped: dict[str, Any] | None = None,
         incremental: bool = True,
         hold: bool = True,
+        cow: CowCopy | None = None,
     ) -> ToolExecution:
         """Run one call against `state` (mutated in place on success); never raises.
 
@@ -234,7 +238,10 @@ class Toolbox:
         `incremental`: a write whose tool declares `touches` re-dumps only those entries
         after the call (False: the whole state, the reference the tests compare with).
         `hold=False` with no `dumped`: such a write dumps only its entries, before and after,
-        and hands no whole dump on (a caller that never hashes: the plan search)."""
+        and hands no whole dump on (a caller that never hashes: the plan search).
+        `cow`: `state` is that template's handout; a write first makes the entries it
+        touches the copy's own (all of them when its tool declares none, or the declaration
+        fails on these arguments), so the tool never mutates an entry the template shares."""
         spec = self._by_name.get(call.name)
         if spec is None:
             known = ", ".join(sorted(self._functions))
@@ -263,6 +270,8 @@ class Toolbox:
                 return ToolExecution(_error_observation(err), "tool_error", (), False)
             return ToolExecution(_render_result(result), None, (), False)
         paths = self._touched(state, call.name, dict(args)) if incremental else None
+        if cow is not None:
+            cow.privatise(state, paths)
         if dumped is None and not hold and paths is not None:
             before = outline(state, paths)
             if before is not None:

@@ -25,9 +25,10 @@ from pydantic import BaseModel
 from trajforge.generators.domain_kit.planning import Plan, TaskSpace, best_plan
 from trajforge.generators.domain_kit.replay import patch_in_place
 from trajforge.generators.prompts import STOP_TOKEN
-from trajforge.generators.replays import gold_calls, replay
+from trajforge.generators.replays import gold_calls, register_template, replay
 from trajforge.generators.tooling import TaskRejected, Toolbox
 from trajforge.generators.vocabulary import DomainVocabulary
+from trajforge.generators.world_templates import known_dump
 from trajforge.schemas import (
     InitialState,
     IntentCoordinates,
@@ -144,10 +145,14 @@ def synthesize(
     scenario, plan = recipe.finish_scenario(scenario, plan, state, persona, rng)
     # The replay verification needs (a hash after every action) is the one that gives the
     # gold final hash: it runs once here, on the final plan (candidate look-ups included) over
-    # the persona's world, and verify_task reads it from the process memo. Nothing reads
-    # `state` after this, so the replay may execute on it instead of building another.
+    # the persona's world, and verify_task reads it from the process memo. Nothing mutates
+    # `state` after this: it becomes the process's template of the task's world, and the
+    # replay (like the rollout later) runs on a copy-on-write handout of it (world_templates).
     calls = gold_calls(plan.actions)
-    replayed = replay(recipe.domain, recipe.toolbox, initial_state, init, calls, True, state)
+    dumped = known_dump(initial_state, world, init, state)  # None: dumped once, lazily
+    built = register_template(recipe.domain, recipe.toolbox, initial_state, init, state, dumped)
+    start = built if built is not None else state
+    replayed = replay(recipe.domain, recipe.toolbox, initial_state, init, calls, True, start)
     if replayed.failed is not None:
         raise TaskRejected("gold_action_failed", f"gold plan failed on a fresh world {seed}")
     final_hash = replayed.final

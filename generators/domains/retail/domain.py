@@ -12,6 +12,7 @@ from trajforge.generators.domains.retail.phrasing import RETAIL_PHRASING
 from trajforge.generators.domains.retail.rules import RETAIL_CLAIMS, RETAIL_RULES
 from trajforge.generators.domains.retail.tools import TOOLS
 from trajforge.generators.domains.retail.world import generate_world
+from trajforge.generators.replays import taken_world
 from trajforge.generators.tooling import Toolbox
 from trajforge.schemas import InitialState, Persona, Task, canonical_json
 
@@ -45,9 +46,21 @@ class RetailDomain:
 
     def initial_state(self, init: InitialState) -> RetailState:
         """The seeded world with the task's patches applied (a fresh object every call:
-        validation builds new objects from the shared plain data, which nobody mutates)."""
+        validation builds new objects from the shared plain data, which nobody mutates; or
+        the template synthesis left in this process, taken: `replays.taken_world`)."""
+        taken = taken_world(self, init)
+        if taken is not None:
+            return taken  # type: ignore[return-value]
         patches = tuple((p.path, canonical_json(p.value)) for p in init.patches)
         return RetailState.model_validate(_patched_world(init.seed, patches))
+
+    def initial_dump(self, init: InitialState) -> dict | None:
+        """`initial_state(init).model_dump(mode="json")` without validating or dumping: the
+        generated plain data is already the dump, key order included (tests hold every seed
+        they try to that), so synthesis's template of a world starts from it
+        (`world_templates.PlainWorld`). None with patches: a patch's value is not known to be
+        in its dumped form (an int for a float field)."""
+        return None if init.patches else _seeded_world(init.seed)
 
     def synthesize_task(self, persona: Persona, seed: int) -> Task:
         """An unverified task (run `verify_task` next); raises TaskRejected if none is feasible."""
