@@ -37,7 +37,7 @@ except ImportError:  # pragma: no cover - depends on the environment
 message_wire: IdentityMemo[Message] = IdentityMemo(Message.openai_dict)
 tool_wire: IdentityMemo[ToolSpec] = IdentityMemo(ToolSpec.openai_schema)
 #: Each message's encoded wire dict, once per object.
-_message_json: IdentityMemo[Message] = IdentityMemo(lambda m: dumps(message_wire(m)))
+_message_json: IdentityMemo[Message] = IdentityMemo(lambda m: dumps(m.openai_dict()))
 
 #: Tool lists kept encoded: a handful of domains' lists per process.
 TOOL_LISTS_KEPT = 64
