@@ -211,6 +211,7 @@ class OpenAIBackend:
         state.update(_api_key=None, _client=None, _client_loop=None)
         state.pop("_completions_url", None)
         state.pop("_model_json", None)
+        state.pop("_completions_target", None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -257,7 +258,7 @@ class OpenAIBackend:
         import aiohttp
 
         try:
-            async with session.post(self._completions_url, data=body) as http_response:
+            async with session.post(self._completions_target, data=body) as http_response:
                 status = http_response.status
                 raw = await http_response.read()
                 if status < 300:
@@ -297,6 +298,17 @@ class OpenAIBackend:
     @functools.cached_property
     def _completions_url(self) -> str:
         return self.endpoint.rstrip("/") + "/chat/completions"
+
+    @functools.cached_property
+    def _completions_target(self) -> Any:
+        """The URL parsed once (aiohttp parses a string on every request); a string yarl
+        refuses is left for aiohttp, which reports it as `InvalidURL` as before."""
+        import yarl
+
+        try:
+            return yarl.URL(self._completions_url)
+        except ValueError:
+            return self._completions_url
 
     @functools.cached_property
     def _model_json(self) -> bytes:

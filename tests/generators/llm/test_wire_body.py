@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
+import re
 
 import orjson
 
@@ -129,3 +131,46 @@ def test_tool_list_memo_is_bounded():
     for tools in lists:
         assert _tool_list_json(tools) == orjson.dumps([t.openai_schema() for t in tools])
     assert len(_tool_list_json._entries) <= TOOL_LISTS_KEPT
+
+
+async def _capture_raw_requests(requests: list[ChatRequest]) -> list[tuple[bytes, bytes]]:
+    """Each request as the server reads it off the socket: (head, body)."""
+    reply = orjson.dumps({"choices": [{"message": {"role": "assistant", "content": "ok"}}]})
+    got: list[tuple[bytes, bytes]] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except asyncio.IncompleteReadError:
+                return
+            length = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
+            assert length is not None
+            got.append((head, await reader.readexactly(int(length.group(1)))))
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(reply) + reply)
+            await writer.drain()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    backend = OpenAIBackend("m", base_url=f"http://127.0.0.1:{port}/v1", api_key="sk-test")
+    for request in requests:
+        await backend.complete(request)
+    await backend.aclose()
+    server.close()
+    return got
+
+
+def test_requests_on_the_socket_carry_the_reference_bodies():
+    """What the aiohttp transport really sends: the reference body byte for byte, and the same
+    head (request line and headers) on every request but for the body's length."""
+    rng = random.Random(5)
+    tools = tuple(random_tool(rng, i) for i in range(4))
+    messages = [random_message(rng, i) for i in range(12)]
+    requests = [
+        ChatRequest(model="m", messages=tuple(messages[:end]), tools=tools, seed=end)
+        for end in range(1, len(messages) + 1)
+    ]
+    raw = asyncio.run(_capture_raw_requests(requests))
+    assert [body for _, body in raw] == [fresh_body("m", r) for r in requests]
+    heads = {re.sub(rb"(?i)(content-length: *)\d+", rb"\1N", head) for head, _ in raw}
+    assert len(heads) == 1 and next(iter(heads)).startswith(b"POST /v1/chat/completions HTTP/1.1")
