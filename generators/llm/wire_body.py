@@ -36,8 +36,16 @@ except ImportError:  # pragma: no cover - depends on the environment
 #: Each message's and tool's wire dict, made once per object (wire_memo.py).
 message_wire: IdentityMemo[Message] = IdentityMemo(Message.openai_dict)
 tool_wire: IdentityMemo[ToolSpec] = IdentityMemo(ToolSpec.openai_schema)
+
+
+def _kept_encoding(message: Message) -> bytes:
+    """The message's JSON as an exact-size copy: orjson's result keeps its whole write buffer
+    (~5 KB for a ~350-byte message), which the memo would hold for thousands of messages."""
+    return bytes(memoryview(dumps(message.openai_dict())))
+
+
 #: Each message's encoded wire dict, once per object.
-_message_json: IdentityMemo[Message] = IdentityMemo(lambda m: dumps(m.openai_dict()))
+_message_json: IdentityMemo[Message] = IdentityMemo(_kept_encoding)
 
 #: Tool lists kept encoded: a handful of domains' lists per process.
 TOOL_LISTS_KEPT = 64

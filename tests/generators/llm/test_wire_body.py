@@ -6,11 +6,17 @@ import asyncio
 import json
 import random
 import re
+import sys
 
 import orjson
 
 from trajforge.generators.llm.openai_backend import OpenAIBackend
-from trajforge.generators.llm.wire_body import TOOL_LISTS_KEPT, _tool_list_json, body_bytes
+from trajforge.generators.llm.wire_body import (
+    TOOL_LISTS_KEPT,
+    _kept_encoding,
+    _tool_list_json,
+    body_bytes,
+)
 from trajforge.schemas import ChatRequest, Message, SamplingParams, ToolCall, ToolSpec
 
 TEXTS = [
@@ -174,3 +180,11 @@ def test_requests_on_the_socket_carry_the_reference_bodies():
     assert [body for _, body in raw] == [fresh_body("m", r) for r in requests]
     heads = {re.sub(rb"(?i)(content-length: *)\d+", rb"\1N", head) for head, _ in raw}
     assert len(heads) == 1 and next(iter(heads)).startswith(b"POST /v1/chat/completions HTTP/1.1")
+
+
+def test_kept_message_encodings_hold_no_spare_buffer():
+    """orjson's bytes keep their write buffer; the memo keeps exact-size copies instead."""
+    message = Message(role="user", content="short")
+    encoded = _kept_encoding(message)
+    assert encoded == orjson.dumps(message.openai_dict())
+    assert sys.getsizeof(encoded) - len(encoded) < 64
