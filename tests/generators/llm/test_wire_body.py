@@ -10,6 +10,7 @@ import sys
 
 import orjson
 
+from trajforge.generators.llm.cache import request_key
 from trajforge.generators.llm.openai_backend import OpenAIBackend
 from trajforge.generators.llm.wire_body import (
     TOOL_LISTS_KEPT,
@@ -188,3 +189,27 @@ def test_kept_message_encodings_hold_no_spare_buffer():
     encoded = _kept_encoding(message)
     assert encoded == orjson.dumps(message.openai_dict())
     assert sys.getsizeof(encoded) - len(encoded) < 64
+
+
+def test_cache_key_from_parts_equals_the_whole_request_key():
+    """`request_key` (per-record canonical JSON, memoised) == `ChatRequest.cache_key()` on
+    growing random conversations, float spellings the encoders disagree on included."""
+    rng = random.Random(13)
+    tool_lists = [tuple(random_tool(rng, i) for i in range(n)) for n in (0, 2, 9)]
+    odd = Message(
+        role="assistant",
+        tool_calls=(ToolCall(id="c", name="f", arguments={"x": 1e-7, "y": -0.0, "z": 2**70}),),
+    )
+    for _ in range(40):
+        messages = [random_message(rng, i) for i in range(rng.randint(0, 10))] + [odd]
+        sampling = random_sampling(rng)
+        for end in range(len(messages) + 1):
+            request = ChatRequest(
+                model=rng.choice(["m", "mödel"]),
+                messages=tuple(messages[:end]),
+                tools=rng.choice(tool_lists),
+                sampling=sampling,
+                seed=rng.choice([None, 0, rng.randint(0, (1 << 63) - 1)]),
+                response_format=rng.choice(["text", "json_object"]),
+            )
+            assert request_key(request) == request.cache_key()
