@@ -2,7 +2,7 @@
 
 Why: a rollout resends its whole conversation and tool list with every request. Building the
 body dict (a list of message dicts, a list of tool dicts) and encoding all of it again on every
-call is quadratic in the conversation's length and was ~0.1 ms of event-loop CPU per call. Each
+call is quadratic in the conversation's length (36-59 us of loop CPU for a 20-message retail request). Each
 message's JSON is encoded once per object (records are frozen and requests carry the very
 objects the rollout appended, see wire_memo.py), the tool list's JSON once per tuple of tool
 objects, and the body is their concatenation with the few per-request fields.
