@@ -212,14 +212,16 @@ _STOPWORDS = frozenset(
 )
 
 
-def _label_words(label: str) -> set[str]:
+@functools.lru_cache(maxsize=4096)
+def _label_words(label: str) -> frozenset[str]:
+    """The content words of an info label (memoised: a task's labels are asked about on every
+    turn, and the same labels recur across tasks)."""
     words = {w for w in re.split(r"[^a-z0-9]+", info_label(label).lower()) if len(w) >= 2}
-    return words - _STOPWORDS
+    return frozenset(words - _STOPWORDS)
 
 
-def _mentions_any(text: str, words: set[str]) -> bool:
-    lowered = set(re.findall(r"[a-z0-9]+", text.lower()))
-    return bool(words & lowered)
+def _words(text: str) -> frozenset[str]:
+    return frozenset(re.findall(r"[a-z0-9]+", text.lower()))
 
 
 class ScriptedUser:
@@ -249,17 +251,18 @@ class ScriptedUser:
             return f"{voice.close(reason)} {STOP_TOKEN}"
         if _CONFIRM.search(last):
             return voice.affirm(turn)
+        last_words = _words(last)  # once per turn, not once per label
         asked = [
             (label, value)
             for label, value in self._scenario.known_info.items()
-            if _mentions_any(last, _label_words(label))
+            if _label_words(label) & last_words
         ]
         if asked and _ASKING.search(last):
             return " ".join(
                 voice.give(label, value, turn + i) for i, (label, value) in enumerate(asked)
             )
         if _ASKING.search(last) and any(
-            _mentions_any(last, _label_words(item)) for item in self._scenario.unknown_info
+            _label_words(item) & last_words for item in self._scenario.unknown_info
         ):
             return voice.unknown(turn)
         unrevealed = [(k, v) for k, v in self._scenario.known_info.items() if v not in said]

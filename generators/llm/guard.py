@@ -80,12 +80,19 @@ class ConcurrencyLimitedLLM:
         self.limit = limit
         self.model = getattr(inner, "model", "")
         self._semaphores: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._last: tuple[weakref.ref, asyncio.Semaphore] | None = None  # no strong ref to a loop
 
     def _semaphore(self) -> asyncio.Semaphore:
+        """The running loop's semaphore; the last one used is kept at hand (a build runs on one
+        loop: the weak dictionary's lookup is pure Python, paid on every call)."""
         loop = asyncio.get_running_loop()
+        last = self._last
+        if last is not None and last[0]() is loop:
+            return last[1]
         semaphore = self._semaphores.get(loop)
         if semaphore is None:  # only the loop's own thread gets here for this loop
             semaphore = self._semaphores[loop] = asyncio.Semaphore(self.limit)
+        self._last = (weakref.ref(loop), semaphore)
         return semaphore
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
@@ -98,3 +105,4 @@ class ConcurrencyLimitedLLM:
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
         self._semaphores = weakref.WeakKeyDictionary()
+        self._last = None

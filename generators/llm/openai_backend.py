@@ -28,17 +28,6 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     import openai
 
-try:  # several times faster than json on these bodies; optional
-    import orjson
-
-    _dumps = orjson.dumps
-except ImportError:  # pragma: no cover - depends on the environment
-    import json
-
-    def _dumps(value: Any) -> bytes:
-        return json.dumps(value, separators=(",", ":")).encode()
-
-
 from trajforge.generators.llm.accounting import CallStats, active_stats
 from trajforge.generators.llm.openai_wire import (
     BadResponse,
@@ -50,13 +39,8 @@ from trajforge.generators.llm.openai_wire import (
     status_failure,
 )
 from trajforge.generators.llm.redact import redact, remember_secret
-from trajforge.generators.llm.wire_memo import IdentityMemo
-from trajforge.schemas import ChatRequest, ChatResponse, LLMError, Message, ToolSpec
-
-#: Each message's and tool's wire dict, made once per object (a conversation is resent whole
-#: with every request; see wire_memo.py).
-_message_wire: IdentityMemo[Message] = IdentityMemo(Message.openai_dict)
-_tool_wire: IdentityMemo[ToolSpec] = IdentityMemo(ToolSpec.openai_schema)
+from trajforge.generators.llm.wire_body import body_bytes, dumps, payload_dict
+from trajforge.schemas import ChatRequest, ChatResponse, LLMError
 
 __all__ = ["OpenAIBackend", "parse_retry_after", "resolve_transport"]
 
@@ -226,6 +210,8 @@ class OpenAIBackend:
         state = dict(self.__dict__)
         state.update(_api_key=None, _client=None, _client_loop=None)
         state.pop("_completions_url", None)
+        state.pop("_model_json", None)
+        state.pop("_completions_target", None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -236,12 +222,11 @@ class OpenAIBackend:
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         client = self._client_for_running_loop()
-        payload: Any = self.payload_for(request)
-        if self.transport == "aiohttp":
-            post = self._post_aiohttp
-            payload = _dumps(payload)  # once, not once per attempt
+        payload: Any
+        if self.transport == "aiohttp":  # encoded once, not once per attempt
+            post, payload = self._post_aiohttp, body_bytes(self._model_json, request)
         else:
-            post = self._post_sdk
+            post, payload = self._post_sdk, self.payload_for(request)
         problem = self._url_problem
         if problem:  # every attempt would fail the same way: permanent, no retry
             raise self._error(f"malformed URL: {problem} (not retryable)", 1)
@@ -273,7 +258,7 @@ class OpenAIBackend:
         import aiohttp
 
         try:
-            async with session.post(self._completions_url, data=body) as http_response:
+            async with session.post(self._completions_target, data=body) as http_response:
                 status = http_response.status
                 raw = await http_response.read()
                 if status < 300:
@@ -314,25 +299,24 @@ class OpenAIBackend:
     def _completions_url(self) -> str:
         return self.endpoint.rstrip("/") + "/chat/completions"
 
+    @functools.cached_property
+    def _completions_target(self) -> Any:
+        """The URL parsed once (aiohttp parses a string on every request); a string yarl
+        refuses is left for aiohttp, which reports it as `InvalidURL` as before."""
+        import yarl
+
+        try:
+            return yarl.URL(self._completions_url)
+        except ValueError:
+            return self._completions_url
+
+    @functools.cached_property
+    def _model_json(self) -> bytes:
+        return dumps(self.model)
+
     def payload_for(self, request: ChatRequest) -> dict[str, Any]:
         """The `/chat/completions` body; the backend's configured model is the one served."""
-        sampling = request.sampling
-        payload: dict[str, Any] = {
-            "model": self.model,
-            "messages": [_message_wire(m) for m in request.messages],
-            "temperature": sampling.temperature,
-            "top_p": sampling.top_p,
-            "max_tokens": sampling.max_tokens,
-        }
-        if request.tools:
-            payload["tools"] = [_tool_wire(t) for t in request.tools]
-        if request.seed is not None:
-            payload["seed"] = request.seed
-        if sampling.stop:
-            payload["stop"] = list(sampling.stop)
-        if request.response_format == "json_object":
-            payload["response_format"] = {"type": "json_object"}
-        return payload
+        return payload_dict(self.model, request)
 
     def _backoff_s(self, attempt: int, retry_after_s: float | None) -> float:
         """Full-jitter exponential backoff, or what the server asked for (capped)."""

@@ -22,7 +22,7 @@ from typing import Any
 
 from trajforge.generators.llm.redact import redact
 from trajforge.generators.llm.toolcall_text import parse_arguments
-from trajforge.schemas import ChatResponse, Message, ToolCall, Usage
+from trajforge.schemas import ChatResponse
 from trajforge.schemas.llm import FinishReason
 
 try:  # several times faster than json on these bodies; optional
@@ -148,31 +148,40 @@ def parse_chat(data: Any, model: str, latency_s: float) -> ChatResponse:
     if tool_calls:
         finish = "tool_calls"
     usage = data.get("usage") or {}
-    return ChatResponse(
-        message=Message(role="assistant", content=_content(wire_message), tool_calls=tool_calls),
-        model=data.get("model") or model,
-        finish_reason=finish,
-        usage=Usage(
-            prompt_tokens=usage.get("prompt_tokens") or 0,
-            completion_tokens=usage.get("completion_tokens") or 0,
-        ),
-        latency_s=latency_s,
+    # One validation of the nested fields (not one constructor per record: each is a separate
+    # round trip into pydantic); the same fields are given, so the records are the same.
+    return ChatResponse.model_validate(
+        {
+            "message": {
+                "role": "assistant",
+                "content": _content(wire_message),
+                "tool_calls": tool_calls,
+            },
+            "model": data.get("model") or model,
+            "finish_reason": finish,
+            "usage": {
+                "prompt_tokens": usage.get("prompt_tokens") or 0,
+                "completion_tokens": usage.get("completion_tokens") or 0,
+            },
+            "latency_s": latency_s,
+        }
     )
 
 
-def tool_call(index: int, wire: Mapping[str, Any]) -> ToolCall:
-    """One wire tool call; bad argument JSON keeps the call with `parse_error` and the raw text."""
+def tool_call(index: int, wire: Mapping[str, Any]) -> dict[str, Any]:
+    """One wire tool call's `ToolCall` fields; bad argument JSON keeps the call with
+    `parse_error` and the raw text."""
     function = wire.get("function") or {}
     name = function.get("name") or ""
     raw = function.get("arguments")
     call_id = wire.get("id") or f"call_{index}"
     if isinstance(raw, dict):  # some servers send an object instead of a JSON string
-        return ToolCall(id=call_id, name=name, arguments=raw)
+        return {"id": call_id, "name": name, "arguments": raw}
     raw_text = raw if isinstance(raw, str) else ""
     arguments, error = parse_arguments(raw_text)
     if error is not None:
-        return ToolCall(id=call_id, name=name, parse_error=error, raw_arguments=raw_text)
-    return ToolCall(id=call_id, name=name, arguments=arguments)
+        return {"id": call_id, "name": name, "parse_error": error, "raw_arguments": raw_text}
+    return {"id": call_id, "name": name, "arguments": arguments}
 
 
 def base_url_problem(url: str) -> str | None:

@@ -58,3 +58,23 @@ def test_limit_holds_across_many_concurrent_callers_and_gathers():
     assert gauge.peak == 3
     with pytest.raises(ValueError):
         ConcurrencyLimitedLLM(gauge, 0)
+
+
+def test_each_loop_gets_its_own_semaphore_when_loops_alternate():
+    """The last loop's semaphore is kept at hand; switching loops still finds each loop's own
+    (a semaphore is bound to the loop that first waits on it), and the limit holds on each."""
+    gauge = _Gauge()
+    client = ConcurrencyLimitedLLM(gauge, 2)
+
+    async def burst() -> asyncio.Semaphore:
+        await asyncio.gather(*(client.complete(REQUEST) for _ in range(6)))
+        return client._semaphore()
+
+    loops = [asyncio.new_event_loop() for _ in range(2)]
+    try:
+        seen = [loops[i % 2].run_until_complete(burst()) for i in range(4)]
+    finally:
+        for loop in loops:
+            loop.close()
+    assert seen[0] is seen[2] and seen[1] is seen[3] and seen[0] is not seen[1]
+    assert gauge.peak == 2

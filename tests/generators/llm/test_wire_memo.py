@@ -62,7 +62,31 @@ def test_memo_is_bounded_and_answers_by_identity():
     memo: IdentityMemo[Message] = IdentityMemo(convert, maxsize=4)
     messages = conversation(3)  # 10 messages
     first = [memo(m) for m in messages]
-    assert len(memo) == 4 and len(calls) == 10
-    assert [memo(m) for m in messages[-4:]] == first[-4:] and len(calls) == 10  # hits
+    assert len(memo) <= 4 and len(calls) == 10
+    assert [memo(m) for m in messages[-2:]] == first[-2:] and len(calls) == 10  # hits
+    assert memo(messages[0]) == first[0] and len(calls) == 11  # dropped long ago: converted
     equal_twin = Message(role="system", content="policy")  # equal, but another object
-    assert memo(equal_twin) == first[0] and len(calls) == 11
+    assert memo(equal_twin) == first[0] and len(calls) == 12
+
+
+def test_memo_keeps_the_recently_used_half_under_churn():
+    """Many records through a small memo: never more than the bound, the last half inserted
+    or used always answered without converting, every answer right."""
+    calls = []
+
+    def convert(message: Message) -> dict:
+        calls.append(message)
+        return message.openai_dict()
+
+    memo: IdentityMemo[Message] = IdentityMemo(convert, maxsize=16)
+    messages = conversation(20)  # 61 messages
+    hot = messages[0]
+    for index, message in enumerate(messages):
+        assert memo(message) == message.openai_dict()
+        assert memo(hot) == hot.openai_dict()  # used on every step: never dropped
+        assert len(memo) <= 16
+        converted = len(calls)
+        recent = messages[max(1, index - 5) : index + 1]  # with hot: 7 of 8
+        assert [memo(m) for m in recent] == [m.openai_dict() for m in recent]
+        assert len(calls) == converted
+    assert calls.count(hot) == 1
