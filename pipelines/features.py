@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from types import MappingProxyType
-from typing import Any, Union
+from typing import Any
 
 import pyarrow as pa
 
@@ -57,7 +57,7 @@ class List:
     feature: Feature
 
 
-Feature = Union[Value, Json, List, Mapping[str, "Feature"]]
+Feature = Value | Json | List | Mapping[str, "Feature"]
 
 
 def arrow_type(feature: Feature) -> pa.DataType:
