@@ -76,12 +76,9 @@ def size_category(rows: int) -> str:
 
 def token_stats(run_dir: str, on_disk: dict[str, dict[str, list[str]]]) -> dict[str, Any] | None:
     files = [f for fs in on_disk.get("messages", {}).values() for f in fs]
+    # io.iter_parquet, not pq.read_table: read_table imports pyarrow.dataset, and with it pandas
     tokens = [
-        n
-        for f in files
-        for n in pq.read_table(io.join(run_dir, f), columns=["num_tokens"])
-        .column("num_tokens")
-        .to_pylist()
+        r["num_tokens"] for f in files for r in io.iter_parquet(io.join(run_dir, f), ["num_tokens"])
     ]
     if not tokens:
         return None
