@@ -208,13 +208,10 @@ def add_split_difficulty(manifest: dict[str, Any], run_dir: str) -> None:
     manifest's `difficulty` section, when the build measured difficulty."""
     if "difficulty" not in manifest:
         return
-    import pyarrow.parquet as pq
-
     from trajforge.pipelines import io
 
     rows = []
     for split in io.SPLITS:
-        for path in io.split_files(run_dir, split):
-            with io.FileSystems.open(path) as f:
-                rows += pq.read_table(f, columns=["split", "task_id", "pass_rate"]).to_pylist()
+        for path in io.split_files(run_dir, split):  # not pq.read_table: it imports pandas
+            rows += io.iter_parquet(path, ["split", "task_id", "pass_rate"])
     manifest["difficulty"]["by_split"] = split_difficulty(rows)

@@ -119,7 +119,13 @@ def build_pipeline(
         routed.append(result)
         return result[KEPT]
 
-    seeds = p | "Seeds" >> beam.Create(range(config.num_tasks)) | "Reshuffle" >> beam.Reshuffle()
+    # One reshuffle spreads the seeds over workers: `Create`'s own (on by default) was a second
+    # barrier and stage before it, for nothing (a build's fixed cost, issue 14).
+    seeds = (
+        p
+        | "Seeds" >> beam.Create(range(config.num_tasks), reshuffle=False)
+        | "Reshuffle" >> beam.Reshuffle()
+    )
     tasks = stage(
         seeds, "SynthesizeTasks", SyncStageFn("synthesize", plain, stages.synthesize_task)
     )
@@ -350,7 +356,7 @@ def run_build(
     manifest["failure"] = failure
     io.write_text(io.join(run_dir, "manifest.json"), json.dumps(manifest, indent=2, sort_keys=True))
     # The card and the report are written for a failed build too: they show what happened.
-    io.write_text(io.join(run_dir, "README.md"), str(dataset_card(run_dir, manifest)))
+    io.write_text(io.join(run_dir, "README.md"), dataset_card(run_dir, manifest))
     write_report(run_dir)
     if failure:
         raise BuildFailed(failure, manifest)

@@ -3,20 +3,22 @@
 A shard is written whole by one worker: zstd, row groups of at most `ROW_GROUP_BYTES`
 (uncompressed) or `ROW_GROUP_MAX_ROWS` rows, whichever is smaller, so readers (datasets
 streaming, the Hub viewer, DuckDB) fetch a bounded slice at a time. Rows are sorted by id, so a
-retried write produces the same file. Schemas are `datasets.Features`: the Hugging Face schema
-metadata stored in each file makes `load_dataset` decode `Json` columns back to dicts.
+retried write produces the same file. Schemas are `features.Features` (what `datasets.Features`
+writes, without importing `datasets`): the Hugging Face schema metadata stored in each file
+makes `load_dataset` decode `Json` columns back to dicts.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from datasets import Dataset, Features, Json, List
 
 from trajforge.pipelines import io, views
+from trajforge.pipelines.features import Features, Json, List
 from trajforge.schemas import DatasetRecord
 
 CANONICAL = "data"
@@ -66,7 +68,7 @@ def encode_json(feature: Any, value: Any) -> Any:
         return json.dumps(value, ensure_ascii=False)
     if isinstance(feature, List):
         return [encode_json(feature.feature, v) for v in value]
-    if isinstance(feature, dict):
+    if isinstance(feature, Mapping):
         return {k: encode_json(feature[k], v) for k, v in value.items()}
     return value
 
@@ -78,35 +80,25 @@ def encode_json(feature: Any, value: Any) -> Any:
 CONVERT_ROWS = 1024
 
 
-def has_extension_type(data_type: pa.DataType) -> bool:
-    """Whether an Arrow type holds an extension type (`Json`) anywhere inside."""
-    if isinstance(data_type, pa.BaseExtensionType):  # `Json` is pyarrow's canonical JSON type
-        return True
-    if pa.types.is_struct(data_type):
-        return any(has_extension_type(field.type) for field in data_type)
-    if hasattr(data_type, "value_type"):  # lists of every kind, dictionaries, maps' items
-        return has_extension_type(data_type.value_type)
-    return False
-
-
-def _convert(chunk: list[dict[str, Any]], features: Features, schema: pa.Schema) -> pa.Table:
-    """Encoded rows -> Arrow. Without an extension type, pyarrow converts them straight to the
-    features' schema (metadata included): the table `Dataset.from_list` gives, without the
-    fingerprint it hashes over every value (~5x the conversion for the canonical rows).
-    `Json` columns go through `datasets`, which pyarrow's converter cannot build."""
-    if not has_extension_type(pa.struct(list(schema))):
-        return pa.Table.from_pylist(chunk, schema=schema)
-    return Dataset.from_list(chunk, features=features).data.table
+def _convert(chunk: list[dict[str, Any]], features: Features) -> pa.Table:
+    """Encoded rows -> Arrow, the table `datasets.Dataset.from_list` gives (without the
+    fingerprint it hashes over every value, ~5x the conversion). pyarrow's row converter
+    cannot build an extension type, so rows with a `Json` column are converted to the storage
+    schema (JSON text as strings) and cast to the extension type, which keeps the buffers."""
+    if not features.has_json:
+        return pa.Table.from_pylist(chunk, schema=features.arrow_schema)
+    table = pa.Table.from_pylist(chunk, schema=features.storage_schema)
+    return table.cast(features.arrow_schema)
 
 
 def arrow_table(rows: list[dict[str, Any]], features: Features) -> pa.Table:
     """Rows (in order) -> one contiguous Arrow table, `CONVERT_ROWS` at a time; the table is the
     one a single conversion gives (`tests/pipelines/test_shard_writing.py`)."""
-    spec, schema = dict(features), features.arrow_schema
+    spec = dict(features)
     parts = []
     for start in range(0, len(rows), CONVERT_ROWS):
         chunk = [encode_json(spec, r) for r in rows[start : start + CONVERT_ROWS]]
-        parts.append(_convert(chunk, features, schema))
+        parts.append(_convert(chunk, features))
     return pa.concat_tables(parts).combine_chunks()
 
 

@@ -1,6 +1,7 @@
 """Trainer-ready views of the canonical records (pure functions, no Beam).
 
-Each view turns one `DatasetRecord` into rows of a fixed `datasets.Features` schema:
+Each view turns one `DatasetRecord` into rows of a fixed `Features` schema (`features.py`, what
+`datasets.Features` writes):
 
 - `messages`: `messages` + `tools` as native nested columns, what `SFTTrainer` and
   `tokenizer.apply_chat_template(messages, tools=tools)` take unchanged;
@@ -11,8 +12,9 @@ Each view turns one `DatasetRecord` into rows of a fixed `datasets.Features` sch
 
 Tool-call `arguments`, tool `parameters` and state-diff values differ in shape per tool, and an
 Arrow struct would union every tool's keys (filling the others with nulls). They are stored as
-`datasets.Json()` (Arrow's JSON extension type over a string): `load_dataset` decodes them back
-to the exact dicts, so templates render `"arguments": {...}`, never a double-encoded string.
+`Json()` (Arrow's JSON extension type over a string, as `datasets.Json()`): `load_dataset`
+decodes them back to the exact dicts, so templates render `"arguments": {...}`, never a
+double-encoded string.
 
 The simulator's control tokens (`###STOP###` ...) are removed from the text, and a turn left
 empty by that is dropped: a model must not learn to emit them.
@@ -26,9 +28,8 @@ import math
 from collections.abc import Callable
 from typing import Any, Literal
 
-from datasets import Features, Json, List, Value
-
 from trajforge.generators.prompts import training_message
+from trajforge.pipelines.features import Features, Json, List, Value
 from trajforge.schemas import DatasetRecord, Message, Trajectory
 
 ViewName = Literal["messages", "step_prefix", "steps", "sharegpt"]

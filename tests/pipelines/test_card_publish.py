@@ -87,3 +87,36 @@ def test_publish_needs_a_token_from_the_environment(built_run, monkeypatch):
     with pytest.raises(PublishError, match="HF_TOKEN"):
         publish(str(built_run), "org/name", private=True)
     assert main(["publish", str(built_run.parent), "--repo-id", "org/name"]) == 2
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "",
+        "plain",
+        "# Title\n\n| a | b |\n|---|---|\n| {{ x }} | `y` |\n\n",
+        "ends\n\n\n",
+        "é ✓ 日本",
+    ],
+)
+def test_card_text_is_what_the_template_of_huggingface_hub_gives(built_run, empty_run, body):
+    """`card_text` (no Jinja, no `huggingface_hub.repocard` import) == the template render."""
+    import json
+
+    from trajforge.pipelines.card import card_text
+
+    template = "---\n{{ card_data }}\n---\n\n{{ body }}\n"
+    for run in (built_run, empty_run):
+        cfg = json.loads((run / "manifest.json").read_text())["config"]
+        data = DatasetCardData(
+            license="apache-2.0",
+            language=["en"],
+            pretty_name=cfg["name"],
+            size_categories=["n<1K"],
+            tags=["trajforge"],
+            configs=card_data(run).to_dict()["configs"],
+        )
+        expected = str(DatasetCard.from_template(data, template_str=template, body=body))
+        assert card_text(data, body) == expected
+        written = (run / "README.md").read_text()
+        assert written == str(DatasetCard(written))  # the build's card is the parsed card's text

@@ -1,16 +1,17 @@
-"""Shards converted to Arrow in chunks (`shards.CONVERT_ROWS`) are byte-identical to the
-whole-shard conversion they replaced, for every output's features."""
+"""Shards converted to Arrow in chunks (`shards.CONVERT_ROWS`) by pyarrow alone are
+byte-identical to the whole-shard conversion through `datasets` they replaced, for every
+output's features."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from datasets import Dataset
+from datasets import Dataset, Features
 
 from trajforge.pipelines import shards
+from trajforge.schemas import DatasetRecord
 
 TOOL = {"type": "function", "function": {"name": "f", "description": "d", "parameters": {"a": 1}}}
 
@@ -35,10 +36,15 @@ def prefix_row(i: int) -> dict:
     }
 
 
+def hf(features) -> Features:
+    """The `datasets` features a shard's schema metadata describes."""
+    return Features.from_arrow_schema(features.arrow_schema)
+
+
 def whole_shard(path: Path, rows: list[dict], features) -> None:
-    """The previous write: encode and convert every row at once."""
+    """The previous write: encode and convert every row at once, through `datasets`."""
     encoded = sorted((shards.encode_json(dict(features), r) for r in rows), key=lambda r: r["id"])
-    table = Dataset.from_list(encoded, features=features).data.table
+    table = Dataset.from_list(encoded, features=hf(features)).data.table
     rows_per_group = shards.row_group_rows(table.num_rows, table.nbytes)
     pq.write_table(table, str(path), compression="zstd", row_group_size=rows_per_group)
 
@@ -55,18 +61,21 @@ def test_chunked_equals_whole(tmp_path: Path, monkeypatch, n: int, chunk: int):
 
 
 def output_rows(run: Path, output: str) -> list[dict]:
+    """The rows the build wrote for `output`, made again from its canonical records."""
     rows = []
-    for path in sorted(run.glob(f"{shards.output_dir(output)}/*.parquet")):
-        rows += pq.read_table(str(path)).to_pylist()
+    for path in sorted(run.glob(f"{shards.output_dir('data')}/*.parquet")):
+        for row in pq.read_table(str(path)).to_pylist():
+            rows += shards.rows_of(output, DatasetRecord.model_validate(row))
     return rows
 
 
 @pytest.mark.parametrize("chunk", [1, 3, 1024])
-@pytest.mark.parametrize("output", ["data", "sharegpt"])
-def test_rows_without_json_columns_skip_datasets_for_the_same_bytes(
+@pytest.mark.parametrize("output", ["data", "messages", "step_prefix", "steps", "sharegpt"])
+def test_built_rows_written_without_datasets_give_the_same_bytes(
     built_run, tmp_path, monkeypatch, chunk, output
 ):
-    """No `Json` column: pyarrow converts the rows itself (no fingerprint); same file."""
+    """pyarrow converts the rows itself (no fingerprint; `Json` through its storage and a
+    cast): the file `datasets` wrote, for a build's rows of every output."""
     monkeypatch.setattr(shards, "CONVERT_ROWS", chunk)
     features = shards.features_of(output)
     rows = output_rows(built_run, output)
@@ -88,9 +97,9 @@ def test_rows_without_json_columns_skip_datasets_for_the_same_bytes(
 @pytest.mark.parametrize("output", ["data", "messages", "step_prefix", "steps", "sharegpt"])
 def test_empty_shards_have_the_schema_datasets_gives(tmp_path, output):
     features = shards.features_of(output)
-    expected = Dataset.from_dict({k: [] for k in features}, features=features).data.table.schema
+    expected = Dataset.from_dict({k: [] for k in features}, features=hf(features)).data.table.schema
     pq.ParquetWriter(str(tmp_path / "expected.parquet"), expected, compression="zstd").close()
     assert shards.write_shard(str(tmp_path / "e.parquet"), [], features) == 0
     assert (tmp_path / "e.parquet").read_bytes() == (tmp_path / "expected.parquet").read_bytes()
     plain = output in ("data", "sharegpt")  # the outputs without a `Json` column
-    assert shards.has_extension_type(pa.struct(list(features.arrow_schema))) == (not plain)
+    assert features.has_json == (not plain)

@@ -12,8 +12,25 @@ from trajforge.generators.domains import DOMAIN_PATHS, DOMAINS, get_domain
 from trajforge.pipelines.cli import main
 
 #: Imported by a build only where it is used: the openai SDK (httpx transport), matplotlib,
-#: the search domain's graph library, finetune's configs (and their pydantic models).
-LAZY = ["openai", "matplotlib", "networkx", "trajforge.finetune.config"]
+#: the search domain's graph library, finetune's configs (and their pydantic models); never
+#: `datasets` (shards are written by pyarrow). pandas is imported by Beam (its optional
+#: extras) and by pyarrow's first conversion of Python rows, outside our reach.
+LAZY = ["openai", "matplotlib", "networkx", "trajforge.finetune.config", "datasets"]
+
+#: A whole build (blueprint, scripted backends, 2 tasks: shards with rows) in a fresh process;
+#: semantic dedup off (its embedder, sentence-transformers, imports datasets itself).
+BUILD = """
+import sys
+from trajforge.pipelines.cli import main
+open(sys.argv[1] + "/b.yaml", "w").write(
+    "name: t\\ndomain: retail\\nnum_tasks: 2\\nmode: blueprint\\n"
+    "roles: {agent: {kind: scripted, responder: blueprint}}\\n"
+    "quality: {dedup: {semantic: {enabled: false}}}\\n"
+)
+code = main(["build", "--config", sys.argv[1] + "/b.yaml", "--output", sys.argv[1] + "/run",
+             "--no-progress"])
+print(code, [m for m in ("datasets", "huggingface_hub.repocard", "jinja2") if m in sys.modules])
+"""
 
 
 def _imported_by(statement: str, modules: list[str]) -> dict[str, bool]:
@@ -27,6 +44,13 @@ def test_cli_import_leaves_out(module: str):
     assert not _imported_by("import trajforge.pipelines.cli", [module])[module], (
         f"importing the CLI imported {module}"
     )
+
+
+def test_a_whole_build_imports_neither_datasets_nor_the_hub_card_module(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-c", BUILD, str(tmp_path)], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.splitlines()[-1] == "0 []", out.stdout + out.stderr
 
 
 def test_a_retail_domain_does_not_import_the_search_domain():
