@@ -52,6 +52,15 @@ def serve(content_for):
     return server, seen
 
 
+async def _judge_and_close(judge, backend, trajectory):
+    """Judge on this loop, then close the backend's HTTP session on it (left open, aiohttp
+    reports an "Unclosed client session" when the interpreter exits)."""
+    try:
+        return await judge.judge(trajectory, "Be nice.", seed=1)
+    finally:
+        await backend.aclose()
+
+
 @pytest.mark.parametrize(
     "content, status",
     [(judge_approves, "graded"), (lambda r: "I think it went well!", "ungradeable")],
@@ -66,7 +75,7 @@ def test_judge_over_openai_backend(good_trajectory, content, status):
             max_retries=0,
         )
         judge = TrajectoryJudge([backend], ["judge-model"], JudgeConfig(max_attempts=2))
-        judgement = asyncio.run(judge.judge(good_trajectory, "Be nice.", seed=1))
+        judgement = asyncio.run(_judge_and_close(judge, backend, good_trajectory))
     finally:
         server.shutdown()
     assert judgement.status == status
