@@ -15,7 +15,10 @@ response cache off and semantic dedup off (`--semantic` turns it on). Reported p
   peak RSS       ru_maxrss (the largest process of the build) and, sampled every 0.05 s, the
                  summed RSS of the process tree, and each process's CPU (driver, then workers);
   outputs        a digest of the kept, rejected and dead-letter rows (order-free);
-  stub max in flight.
+  stub max in flight;
+  seen/served    the agent's mean call latency as the build saw it (the manifest's histogram)
+                 over the stub's median served time: a build that cannot keep up with its
+                 responses sees much more than the stub spends.
 
 Usage:
   python benchmarks/bench_build.py                          # rollout+blueprint, 400 and 1600
@@ -230,6 +233,7 @@ def bench_one(
         "stub_max_in_flight": stats["max_in_flight"],
         "stub_connections": stats.get("connections"),
         "stub_served_ms": stats["served_ms"],
+        "seen_latency_ms": seen_latency(manifest),
         "stub_cpu_s": stats.get("cpu_s"),
         "accounting": manifest["accounting"],
         "local_processes": manifest.get("local_processes"),
@@ -239,6 +243,18 @@ def bench_one(
         row["profile"] = str(profile_to)
         print_profile(profile_to)
     return row
+
+
+def seen_latency(manifest: dict) -> dict[str, dict] | None:
+    """Per role, the latency the build saw (mean, p50/p90/p99 bounds; the manifest's
+    histogram), to set against the stub's own `served_ms`: the difference is the time a
+    response waited for the build. None for a tree from before the histogram."""
+    seen = {
+        role: {k: v for k, v in counts["latency_ms"].items() if k != "histogram"}
+        for role, counts in manifest.get("llm", {}).items()
+        if isinstance(counts.get("latency_ms"), dict)
+    }
+    return seen or None
 
 
 def print_profile(path: Path, top: int = 35) -> None:
@@ -305,14 +321,23 @@ def print_row(row: dict) -> None:
         f"{tree:<9}{spec['mode']:<10}{spec['num_tasks']:>6}{row['wall_s']:>8.1f}{row['llm_calls']:>7}"
         f"{row['calls_per_s']:>8.1f}{row['efficiency']:>6.2f}{row['efficiency_vs_bound']:>7.2f}"
         f"{row['cpu_ms_per_task']:>8.1f}{row['peak_rss_mb']:>8.0f}{row['tree_rss_mb']:>8.0f}"
-        f"{row['stub_max_in_flight']:>6}  {row['outputs']['kept'][:8]}",
+        f"{row['stub_max_in_flight']:>6}{_agent_seen(row):>14}  {row['outputs']['kept'][:8]}",
         flush=True,
     )
 
 
+def _agent_seen(row: dict) -> str:
+    """The agent's mean latency as the build saw it / the stub's median served time (ms)."""
+    seen = (row.get("seen_latency_ms") or {}).get("agent")
+    served = row.get("stub_served_ms", {}).get("p50")
+    if seen is None or served is None:
+        return "-"
+    return f"{seen['mean']:.0f}/{served:.0f}"
+
+
 HEADER = (
     f"{'tree':<9}{'mode':<10}{'tasks':>6}{'wall s':>8}{'calls':>7}{'calls/s':>8}{'eff':>6}{'eff(b)':>7}"
-    f"{'cpu ms':>8}{'rss MB':>8}{'tree MB':>8}{'stub':>6}  kept rows"
+    f"{'cpu ms':>8}{'rss MB':>8}{'tree MB':>8}{'stub':>6}{'seen/served':>14}  kept rows"
 )
 
 

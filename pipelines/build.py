@@ -254,6 +254,7 @@ def make_manifest(
     wall_s: float,
     runner: str,
 ) -> dict[str, Any]:
+    from trajforge.generators.llm.accounting import LATENCY, latency_summary
     from trajforge.generators.llm.factory import model_name
 
     roles = config.roles
@@ -269,11 +270,16 @@ def make_manifest(
         ("llm_calls", "cached_calls", "prompt_tokens", "completion_tokens", "requests"), 0
     )
     tokens.update({k.split(".", 1)[1]: v for k, v in counters.items() if k.startswith("tokens.")})
-    llm: dict[str, dict[str, int]] = {}
+    llm: dict[str, dict[str, Any]] = {}
     for key, value in counters.items():
         if key.startswith("llm."):
             _, role, name = key.split(".", 2)
             llm.setdefault(role, {})[name] = value
+    for role, counts in llm.items():  # the latency histogram's counters -> one summary
+        summary = latency_summary(counts)
+        llm[role] = {k: v for k, v in counts.items() if not k.startswith(LATENCY)}
+        if summary is not None:
+            llm[role]["latency_ms"] = summary
     inputs = config.num_tasks
     return {
         "name": config.name,

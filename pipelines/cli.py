@@ -135,6 +135,20 @@ def _retries(manifest: dict) -> int:
     return sum(v for role in roles for k, v in role.items() if k.startswith("retries."))
 
 
+def _latency_lines(manifest: dict) -> list[str]:
+    """Per role that paid for calls: the mean latency the build saw, and the p90's bound."""
+    lines = []
+    for role, counts in sorted(manifest.get("llm", {}).items()):
+        lat = counts.get("latency_ms")
+        if isinstance(lat, dict):  # absent from manifests of earlier builds
+            p90 = lat["p90_at_most"]
+            p90_text = f"<={p90}" if p90 is not None else ">60000"
+            lines.append(
+                f"{'LLM latency ms, ' + role + ' (mean, p90)':<44}{lat['mean']:>8.0f} ({p90_text})"
+            )
+    return lines
+
+
 def _attempt_lines(acc: dict) -> list[str]:
     """With `rollout.attempts` K > 1 the identity counts attempts (tasks x K), not tasks."""
     if acc.get("unit") != "attempt":
@@ -164,6 +178,7 @@ def summary_table(manifest: dict) -> str:
         f"{manifest['tokens'].get('llm_calls', 0):>8} ({manifest['tokens'].get('cached_calls', 0)})",
         f"{'HTTP requests (retries)':<44}{manifest['tokens'].get('requests', 0):>8} "
         f"({_retries(manifest)})",
+        *_latency_lines(manifest),
         f"{'wall time (s)':<44}{manifest['wall_time_s']:>8.1f}",
     ]
     plan = manifest.get("local_processes")

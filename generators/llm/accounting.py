@@ -11,12 +11,66 @@ and each retry (by cause) there. Per-call numbers are on the `ChatResponse` itse
 
 from __future__ import annotations
 
+import bisect
 import contextvars
 import threading
 from collections import Counter
+from typing import Any
 
 from trajforge.schemas import ChatRequest, ChatResponse, LLMClient
 from trajforge.schemas.trajectory import Cost
+
+#: Upper bounds (ms) of each role's latency histogram. A call's latency is what the build waited
+#: for it: first request sent to response parsed, retries and backoff included. Against an
+#: endpoint's own latency it shows a build that cannot keep up with its responses (a 50 ms stub
+#: seen at a mean of ~90 ms by one CPU-bound build process: benchmarks/README.md, "Sixth round").
+LATENCY_BOUNDS_MS = (
+    10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 125, 150, 200, 250, 300, 400, 500, 750,
+    1_000, 1_500, 2_000, 3_000, 5_000, 10_000, 30_000, 60_000,
+)  # fmt: skip
+LATENCY = "latency_ms."  # counter prefix: `latency_ms.le_<bound>`, `latency_ms.gt_60000`, `.sum`
+
+
+def latency_bucket(latency_s: float) -> str:
+    """The histogram bucket of one call's latency: `le_<bound>` (the smallest bound it does not
+    exceed) or `gt_<largest bound>`."""
+    i = bisect.bisect_left(LATENCY_BOUNDS_MS, latency_s * 1000)
+    if i == len(LATENCY_BOUNDS_MS):
+        return f"gt_{LATENCY_BOUNDS_MS[-1]}"
+    return f"le_{LATENCY_BOUNDS_MS[i]}"
+
+
+def latency_summary(counts: dict[str, int]) -> dict[str, Any] | None:
+    """A role's latency counters (`latency_ms.*`, as `CallStats.counts` names them) -> the
+    manifest's summary: calls timed, mean, and p50/p90/p99 as histogram bounds (the call at
+    that rank took at most that many ms; None past the largest bound). None without calls."""
+    buckets = {
+        k[len(LATENCY) :]: v
+        for k, v in counts.items()
+        if k.startswith(LATENCY) and k != f"{LATENCY}sum"
+    }
+    timed = sum(buckets.values())
+    if not timed:
+        return None
+    order = [f"le_{b}" for b in LATENCY_BOUNDS_MS] + [f"gt_{LATENCY_BOUNDS_MS[-1]}"]
+    bounds: list[int | None] = [*LATENCY_BOUNDS_MS, None]
+
+    def at_most(q: float) -> int | None:
+        seen = 0
+        for name, bound in zip(order, bounds, strict=True):
+            seen += buckets.get(name, 0)
+            if seen >= q * timed:
+                return bound
+        return None
+
+    return {
+        "timed_calls": timed,
+        "mean": round(counts.get(f"{LATENCY}sum", 0) / timed, 1),
+        "p50_at_most": at_most(0.5),
+        "p90_at_most": at_most(0.9),
+        "p99_at_most": at_most(0.99),
+        "histogram": {name: buckets[name] for name in order if buckets.get(name)},
+    }
 
 
 def cost_of(response: ChatResponse) -> Cost:
@@ -51,6 +105,7 @@ class CallStats:
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.latency_s = 0.0
+        self.latency_buckets: Counter[str] = Counter()
         self._reported: dict[str, int] = {}
 
     def record_response(self, response: ChatResponse) -> None:
@@ -62,6 +117,7 @@ class CallStats:
             self.prompt_tokens += response.usage.prompt_tokens
             self.completion_tokens += response.usage.completion_tokens
             self.latency_s += response.latency_s
+            self.latency_buckets[latency_bucket(response.latency_s)] += 1
 
     def record_error(self) -> None:
         with self._lock:
@@ -101,6 +157,9 @@ class CallStats:
             "completion_tokens": self.completion_tokens,
         }
         out.update({f"retries.{c}": n for c, n in self.retries_by_cause.items()})
+        if self.latency_buckets:  # whole ms, so deltas of it add up like every other counter
+            out.update({f"{LATENCY}{b}": n for b, n in self.latency_buckets.items()})
+            out[f"{LATENCY}sum"] = round(self.latency_s * 1000)
         return out
 
     def to_cost(self) -> Cost:

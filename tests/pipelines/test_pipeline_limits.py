@@ -65,6 +65,11 @@ def test_concurrency_and_request_accounting_at_the_server(tmp_path, mode, judge)
     assert retries == faults > 0  # every injected fault was retried and counted
     assert llm["agent"]["calls"] > 0
     assert manifest["tokens"]["llm_calls"] == sum(r.get("calls", 0) for r in llm.values())
+    for counts in llm.values():  # every paid call timed, none faster than the stub answers
+        paid = counts.get("calls", 0) - counts.get("cached_calls", 0)
+        if paid:
+            assert counts["latency_ms"]["timed_calls"] == paid
+            assert counts["latency_ms"]["mean"] >= stub.latency_ms
     if mode == "blueprint":
         assert llm["judge"]["calls"] > 0
     else:

@@ -10,7 +10,13 @@ import threading
 import pytest
 from llm_stub_server import Reply, chat_body
 
-from trajforge.generators.llm.accounting import AccountingLLM, CallStats, cost_of
+from trajforge.generators.llm.accounting import (
+    AccountingLLM,
+    CallStats,
+    cost_of,
+    latency_bucket,
+    latency_summary,
+)
 from trajforge.generators.llm.cache import CachedLLM, ResponseCache
 from trajforge.generators.llm.openai_backend import OpenAIBackend
 from trajforge.generators.llm.scripted import ScriptedLLM
@@ -136,3 +142,50 @@ def test_accounting_counts_errors_and_is_thread_safe():
 
 async def _many(client: AccountingLLM, n: int) -> None:
     await asyncio.gather(*(client.complete(request(str(i))) for i in range(n)))
+
+
+def _answered(latency_s: float) -> ChatResponse:
+    return ChatResponse(
+        message=Message(role="assistant", content="a"), model="m", latency_s=latency_s
+    )
+
+
+def test_latency_bucket_edges():
+    assert latency_bucket(0.0) == "le_10"
+    assert latency_bucket(0.050) == "le_50"  # a bound holds the calls that took exactly it
+    assert latency_bucket(0.0501) == "le_60"
+    assert latency_bucket(60.0) == "le_60000"
+    assert latency_bucket(61.0) == "gt_60000"
+
+
+def test_latency_histogram_counts_paid_calls_and_summarises():
+    stats = CallStats()
+    for ms in [45] * 50 + [55] * 40 + [140] * 9 + [90_000]:
+        stats.record_response(_answered(ms / 1000))
+    stats.record_response(_answered(0.3).model_copy(update={"cached": True}))  # not timed
+    counts = stats.counts()
+    assert counts["latency_ms.le_50"] == 50 and counts["latency_ms.le_60"] == 40
+    assert counts["latency_ms.le_150"] == 9 and counts["latency_ms.gt_60000"] == 1
+    assert counts["latency_ms.sum"] == 50 * 45 + 40 * 55 + 9 * 140 + 90_000
+    summary = latency_summary(counts)
+    assert summary is not None and summary["timed_calls"] == 100
+    assert summary["mean"] == round(counts["latency_ms.sum"] / 100, 1)
+    assert (summary["p50_at_most"], summary["p90_at_most"]) == (50, 60)
+    assert summary["p99_at_most"] == 150
+    assert summary["histogram"] == {"le_50": 50, "le_60": 40, "le_150": 9, "gt_60000": 1}
+    assert latency_summary({"calls": 3}) is None  # a role with only cached calls
+
+
+def test_latency_counters_add_up_across_deltas():
+    """Counters are built from deltas (several DoFn threads share a client): their sums must
+    give the same summary as the totals."""
+    stats = CallStats()
+    summed: dict[str, int] = {}
+    for i in range(30):
+        stats.record_response(_answered((i * 37 % 400) / 1000 + 0.0004))
+        if i % 7 == 0:
+            for k, v in stats.take_delta().items():
+                summed[k] = summed.get(k, 0) + v
+    for k, v in stats.take_delta().items():
+        summed[k] = summed.get(k, 0) + v
+    assert latency_summary(summed) == latency_summary(stats.counts())
