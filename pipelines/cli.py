@@ -137,12 +137,14 @@ def _retries(manifest: dict) -> int:
 
 def _latency_lines(manifest: dict) -> list[str]:
     """Per role that paid for calls: the mean latency the build saw, and the p90's bound."""
+    from trajforge.generators.llm.accounting import LATENCY_BOUNDS_MS
+
     lines = []
     for role, counts in sorted(manifest.get("llm", {}).items()):
         lat = counts.get("latency_ms")
         if isinstance(lat, dict):  # absent from manifests of earlier builds
             p90 = lat["p90_at_most"]
-            p90_text = f"<={p90}" if p90 is not None else ">60000"
+            p90_text = f"<={p90}" if p90 is not None else f">{LATENCY_BOUNDS_MS[-1]}"
             lines.append(
                 f"{'LLM latency ms, ' + role + ' (mean, p90)':<44}{lat['mean']:>8.0f} ({p90_text})"
             )

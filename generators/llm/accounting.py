@@ -28,16 +28,15 @@ LATENCY_BOUNDS_MS = (
     10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 125, 150, 200, 250, 300, 400, 500, 750,
     1_000, 1_500, 2_000, 3_000, 5_000, 10_000, 30_000, 60_000,
 )  # fmt: skip
-LATENCY = "latency_ms."  # counter prefix: `latency_ms.le_<bound>`, `latency_ms.gt_60000`, `.sum`
+#: The buckets' names, in order: `le_<bound>` for each bound, then `gt_<largest bound>`.
+LATENCY_BUCKETS = (*(f"le_{b}" for b in LATENCY_BOUNDS_MS), f"gt_{LATENCY_BOUNDS_MS[-1]}")
+LATENCY = "latency_ms."  # counter prefix: `latency_ms.<bucket>`, and `latency_ms.sum`
 
 
 def latency_bucket(latency_s: float) -> str:
     """The histogram bucket of one call's latency: `le_<bound>` (the smallest bound it does not
     exceed) or `gt_<largest bound>`."""
-    i = bisect.bisect_left(LATENCY_BOUNDS_MS, latency_s * 1000)
-    if i == len(LATENCY_BOUNDS_MS):
-        return f"gt_{LATENCY_BOUNDS_MS[-1]}"
-    return f"le_{LATENCY_BOUNDS_MS[i]}"
+    return LATENCY_BUCKETS[bisect.bisect_left(LATENCY_BOUNDS_MS, latency_s * 1000)]
 
 
 def latency_summary(counts: dict[str, int]) -> dict[str, Any] | None:
@@ -52,12 +51,11 @@ def latency_summary(counts: dict[str, int]) -> dict[str, Any] | None:
     timed = sum(buckets.values())
     if not timed:
         return None
-    order = [f"le_{b}" for b in LATENCY_BOUNDS_MS] + [f"gt_{LATENCY_BOUNDS_MS[-1]}"]
-    bounds: list[int | None] = [*LATENCY_BOUNDS_MS, None]
+    bounds: tuple[int | None, ...] = (*LATENCY_BOUNDS_MS, None)
 
     def at_most(q: float) -> int | None:
         seen = 0
-        for name, bound in zip(order, bounds, strict=True):
+        for name, bound in zip(LATENCY_BUCKETS, bounds, strict=True):
             seen += buckets.get(name, 0)
             if seen >= q * timed:
                 return bound
@@ -69,7 +67,7 @@ def latency_summary(counts: dict[str, int]) -> dict[str, Any] | None:
         "p50_at_most": at_most(0.5),
         "p90_at_most": at_most(0.9),
         "p99_at_most": at_most(0.99),
-        "histogram": {name: buckets[name] for name in order if buckets.get(name)},
+        "histogram": {name: buckets[name] for name in LATENCY_BUCKETS if buckets.get(name)},
     }
 
 
