@@ -48,7 +48,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from build_outputs import TreeSampler, outputs_digest, trajectories_of  # noqa: E402
-from stub_server import StubConfig, spawn_stub_process  # noqa: E402
+from stub_server import StubConfig, parse_cpus, pin_to, spawn_stub_process  # noqa: E402
 
 RESULTS = HERE / "results"
 
@@ -84,16 +84,29 @@ class BuildSpec:
     max_turns: int = 4
     semantic: bool = False
     beam_args: tuple[str, ...] = ()  # Beam pipeline options, e.g. the multi-process local mode
+    build_cpus: frozenset[int] | None = None  # pin the build (and its workers) to these cores
+    stub_cpus: frozenset[int] | None = None  # pin the stub to these cores
+
+
+def spec_fields(spec: BuildSpec) -> dict[str, object]:
+    """The spec as JSON-ready fields (core sets as sorted lists)."""
+    return {k: sorted(v) if isinstance(v, frozenset) else v for k, v in spec.__dict__.items()}
 
 
 def run_child(
-    command: list[str], log: Path, timeout_s: float = 3600, env: dict | None = None
+    command: list[str],
+    log: Path,
+    timeout_s: float = 3600,
+    env: dict | None = None,
+    cpus: frozenset[int] | None = None,
 ) -> tuple[int, dict]:
     """Run `command`; its exit status and the CPU/RSS of that process tree alone (os.wait4
     reports the child plus every descendant it waited for, nothing else of ours). The tree's
     summed RSS and each process's CPU are sampled every ~0.05 s (a multi-process build)."""
     with log.open("w") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
+        process = subprocess.Popen(
+            command, stdout=out, stderr=subprocess.STDOUT, env=env, preexec_fn=pin_to(cpus)
+        )
         tree = TreeSampler(process.pid)
         deadline = time.monotonic() + timeout_s
         while True:
@@ -132,12 +145,14 @@ def write_config(spec: BuildSpec, base_url: str, out_dir: Path) -> Path:
 def build_command(
     config: Path, run_dir: Path, profile_to: Path | None, beam_args: tuple[str, ...] = ()
 ) -> list[str]:
-    trajforge = str(Path(sys.executable).parent / "trajforge")
+    script = Path(sys.executable).parent / "trajforge"
     args = ["build", "--config", str(config), "--output", str(run_dir), "--no-progress"]
     args += list(beam_args)
-    if profile_to is None:
-        return [trajforge, *args]
-    return [sys.executable, "-m", "cProfile", "-o", str(profile_to), trajforge, *args]
+    # the console script where the package is installed, else the module (a source tree)
+    trajforge = [str(script)] if script.exists() else ["-m", "trajforge.pipelines.cli"]
+    if profile_to is not None:
+        return [sys.executable, "-m", "cProfile", "-o", str(profile_to), *trajforge, *args]
+    return [*trajforge, *args] if script.exists() else [sys.executable, *trajforge, *args]
 
 
 def longest_chain(spec: BuildSpec, trajectories: list[dict], max_retries: int = 1) -> int:
@@ -197,18 +212,18 @@ def bench_one(
     out_dir.mkdir(parents=True, exist_ok=True)
     stub_config = StubConfig(latency_ms=spec.latency_ms, tool_calls_per_episode=3)
     profile_to = out_dir / "build.prof" if profile else None
-    with spawn_stub_process(stub_config) as stub:
+    with spawn_stub_process(stub_config, spec.stub_cpus) as stub:
         config = write_config(spec, stub.base_url, out_dir)
         stub.reset_stats()
         started = time.perf_counter()
         env = None if tree is None else {**os.environ, "PYTHONPATH": str(tree)}
         command = build_command(config, out_dir / "run", profile_to, spec.beam_args)
-        code, usage = run_child(command, out_dir / "log", env=env)
+        code, usage = run_child(command, out_dir / "log", env=env, cpus=spec.build_cpus)
         wall_s = time.perf_counter() - started
         stats = stub.stats()
     manifest_path = out_dir / "run" / "manifest.json"
     if not manifest_path.exists():
-        return {"spec": spec.__dict__, "failed": f"exit {code}, see {out_dir / 'log'}"}
+        return {"spec": spec_fields(spec), "failed": f"exit {code}, see {out_dir / 'log'}"}
     manifest = json.loads(manifest_path.read_text())
     calls = stats["requests"]
     cpu_s = usage["cpu_user_s"] + usage["cpu_system_s"]
@@ -216,7 +231,7 @@ def bench_one(
     chain = longest_chain(spec, trajectories_of(out_dir / "run"))
     critical_s = chain * spec.latency_ms / 1000
     row = {
-        "spec": spec.__dict__,
+        "spec": spec_fields(spec),
         "exit_code": code,
         "wall_s": round(wall_s, 2),
         "pipeline_wall_s": manifest.get("wall_time_s"),
@@ -364,6 +379,18 @@ def main() -> None:
         "(tree 'beam'; without --beam, 'auto': runner.local_processes decides); reports their "
         "ratios and whether the outputs are identical",
     )
+    parser.add_argument(
+        "--build-cpus",
+        type=parse_cpus,
+        default=None,
+        help="pin each build (and its workers) to these cores, e.g. '0,1'",
+    )
+    parser.add_argument(
+        "--stub-cpus",
+        type=parse_cpus,
+        default=None,
+        help="pin the stub to these cores, e.g. '2-5': an endpoint off the build's cores",
+    )
     parser.add_argument("--label", default="run", help="tag in the results file name")
     parser.add_argument(
         "--compare", default=None, help="git ref: run each build on it too, alternating"
@@ -378,6 +405,8 @@ def main() -> None:
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
             "load_average_at_start": os.getloadavg(),
+            "build_cpus": sorted(args.build_cpus) if args.build_cpus else None,
+            "stub_cpus": sorted(args.stub_cpus) if args.stub_cpus else None,
         },
     }
     # (label, tree to import, Beam options): the builds of one spec run back to back. One
@@ -402,6 +431,8 @@ def main() -> None:
                         max_turns=args.max_turns,
                         semantic=args.semantic,
                         beam_args=options,
+                        build_cpus=args.build_cpus,
+                        stub_cpus=args.stub_cpus,
                     )
                     out = work / f"{name}-{mode}-{num_tasks}-r{repeat}"
                     row = bench_one(spec, out, args.profile, tree)

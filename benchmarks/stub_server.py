@@ -344,11 +344,14 @@ def config_to_args(config: StubConfig) -> list[str]:
 
 
 @contextlib.contextmanager
-def spawn_stub_process(config: StubConfig | None = None) -> Iterator[StubHandle]:
-    """Run the stub as a child process, so its CPU is not counted against the client."""
+def spawn_stub_process(
+    config: StubConfig | None = None, cpus: frozenset[int] | None = None
+) -> Iterator[StubHandle]:
+    """Run the stub as a child process, so its CPU is not counted against the client; `cpus`
+    pins it to those cores (an endpoint on other cores than the build's)."""
     config = config or StubConfig()
     command = [sys.executable, __file__, "--port", "0", *config_to_args(config)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, preexec_fn=pin_to(cpus))
     try:
         assert process.stdout is not None
         line = process.stdout.readline().strip()
@@ -361,6 +364,28 @@ def spawn_stub_process(config: StubConfig | None = None) -> Iterator[StubHandle]
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+def pin_to(cpus: frozenset[int] | None):
+    """A `preexec_fn` that pins the child (and all it starts) to `cpus`; None: no pinning."""
+    if cpus is None:
+        return None
+    import os
+
+    return lambda: os.sched_setaffinity(0, cpus)
+
+
+def parse_cpus(text: str) -> frozenset[int]:
+    """'0,1' or '2-7' or '0,4-5' as a set of core numbers; the error names the bad part."""
+    cpus: set[int] = set()
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        first, _, last = part.partition("-")
+        if not first.isdigit() or (last and not last.isdigit()):
+            raise ValueError(f"cpu list {text!r}: {part!r} is not N or N-M")
+        cpus.update(range(int(first), int(last or first) + 1))
+    if not cpus:
+        raise ValueError(f"cpu list {text!r} names no core")
+    return frozenset(cpus)
 
 
 def parse_args(argv: list[str] | None = None) -> tuple[StubConfig, int]:

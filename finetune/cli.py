@@ -27,7 +27,7 @@ _SFT_FLAGS: tuple[tuple[str, type, str], ...] = (
     ("--batch-size", int, "samples per padded micro-batch (with --no-packing)"),
     ("--grad-accum", int, "micro-batches per optimizer step (default 1)"),
     ("--warmup-steps", int, "linear warmup steps (default 0)"),
-    ("--precision", str, "auto (bf16 on a GPU that has it), fp32 or bf16"),
+    ("--precision", str, "auto (bf16-mixed on a GPU that has bf16), fp32, bf16-mixed or bf16"),
     ("--gradient-checkpointing", str, "auto (on with a GPU), on or off"),
     ("--eval-every", int, "validation loss every N steps (default: at the end)"),
     ("--save-every", int, "checkpoint every N steps (default: at the end)"),

@@ -53,7 +53,9 @@ class SFTConfig(_Config):
     batch_size: int = Field(default=1, ge=1)  # samples per padded micro-batch
     grad_accum: int = Field(default=1, ge=1)
     max_grad_norm: float | None = Field(default=1.0, gt=0)
-    precision: Literal["auto", "fp32", "bf16"] = "auto"  # auto: bf16 on a GPU that has it
+    # auto: bf16-mixed on a GPU that has bf16 (fp32 weights, bf16 forward), else fp32;
+    # bf16: pure bf16 weights (least memory; updates below bf16's resolution are lost)
+    precision: Literal["auto", "fp32", "bf16-mixed", "bf16"] = "auto"
     gradient_checkpointing: Literal["auto", "on", "off"] = "auto"  # auto: on with a GPU
     seed: int = 0
     log_every: int = Field(default=1, ge=1)

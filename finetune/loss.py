@@ -9,19 +9,24 @@ divided by the step's total trained-token count, which is known before the first
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import nullcontext
 from typing import Any
 
 from trajforge.finetune.batching import IGNORE, Batch
+from trajforge.finetune.modeling import Precision
 
 
-def token_loss_sum(model: Any, batch: Batch) -> Any:
-    """Sum of next-token cross-entropy over trained positions (a scalar tensor)."""
+def token_loss_sum(model: Any, batch: Batch, precision: Precision | None = None) -> Any:
+    """Sum of next-token cross-entropy over trained positions (a scalar tensor). The forward
+    runs under the precision's autocast; the cross-entropy always in fp32."""
     import torch.nn.functional as F
 
     kwargs = {"input_ids": batch.input_ids, "position_ids": batch.position_ids}
     if batch.attention_mask is not None:
         kwargs["attention_mask"] = batch.attention_mask
-    logits = model(**kwargs, use_cache=False).logits[:, :-1, :]
+    device = batch.input_ids.device.type
+    with precision.autocast(device) if precision else nullcontext():
+        logits = model(**kwargs, use_cache=False).logits[:, :-1, :]
     targets = batch.labels[:, 1:]
     return F.cross_entropy(
         logits.reshape(-1, logits.size(-1)).float(),
@@ -31,7 +36,9 @@ def token_loss_sum(model: Any, batch: Batch) -> Any:
     )
 
 
-def accumulate_step(model: Any, micro: Sequence[Batch], device: Any = "cpu") -> tuple[float, int]:
+def accumulate_step(
+    model: Any, micro: Sequence[Batch], device: Any = "cpu", precision: Precision | None = None
+) -> tuple[float, int]:
     """Forward and backward every micro-batch of one optimizer step; (mean loss, trained tokens).
 
     Gradients equal those of the mean loss over all trained tokens of the step."""
@@ -42,13 +49,15 @@ def accumulate_step(model: Any, micro: Sequence[Batch], device: Any = "cpu") -> 
     for batch in micro:
         if batch.num_trained == 0:
             continue
-        loss = token_loss_sum(model, batch.to(device))
+        loss = token_loss_sum(model, batch.to(device), precision)
         (loss / total).backward()
         loss_sum += float(loss.detach())
     return loss_sum / total, total
 
 
-def mean_loss(model: Any, batches: Sequence[Batch], device: Any = "cpu") -> float:
+def mean_loss(
+    model: Any, batches: Sequence[Batch], device: Any = "cpu", precision: Precision | None = None
+) -> float:
     """Mean token loss over batches without gradients (validation)."""
     import torch
 
@@ -56,6 +65,6 @@ def mean_loss(model: Any, batches: Sequence[Batch], device: Any = "cpu") -> floa
     with torch.no_grad():
         for batch in batches:
             if batch.num_trained:
-                total += float(token_loss_sum(model, batch.to(device)))
+                total += float(token_loss_sum(model, batch.to(device), precision))
                 count += batch.num_trained
     return total / count if count else float("nan")

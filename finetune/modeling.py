@@ -6,6 +6,7 @@ checkpointing only when asked or on a GPU, so the same code runs the CPU tests a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,24 +19,57 @@ def pick_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def pick_dtype(precision: str, device: str) -> Any:
+@dataclass(frozen=True)
+class Precision:
+    """How a model trains: the dtype its weights load in, and the dtype its forward autocasts to.
+
+    `bf16-mixed` keeps the weights the optimizer updates in fp32 and runs the forward in bf16:
+    AdamW moves a weight by about the learning rate, and at 1e-5 that is below bf16's resolution
+    for any weight larger than ~0.003 (8 mantissa bits), so pure-bf16 full fine-tuning silently
+    drops most updates. Under LoRA the frozen base loads in bf16 (half the memory) and peft keeps
+    the adapters in fp32. `bf16` is pure bf16 (least memory), for users who accept that loss.
+    """
+
+    name: str
+    load_dtype: Any
+    autocast_dtype: Any | None
+
+    def autocast(self, device: str) -> Any:
+        """The forward's context: bf16 autocast on `device`, or nothing."""
+        import contextlib
+
+        import torch
+
+        if self.autocast_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=device, dtype=self.autocast_dtype)
+
+
+def resolve_precision(precision: str, device: str, method: str = "full") -> Precision:
+    """`auto` is bf16-mixed on a GPU that supports bf16, else fp32."""
     import torch
 
-    if precision == "bf16" or (
-        precision == "auto" and device == "cuda" and torch.cuda.is_bf16_supported()
-    ):
-        return torch.bfloat16
-    return torch.float32
+    if precision == "auto":
+        gpu_bf16 = device == "cuda" and torch.cuda.is_bf16_supported()
+        precision = "bf16-mixed" if gpu_bf16 else "fp32"
+    if precision == "bf16":
+        return Precision("bf16", torch.bfloat16, None)
+    if precision == "bf16-mixed":
+        base = torch.bfloat16 if method == "lora" else torch.float32
+        return Precision("bf16-mixed", base, torch.bfloat16)
+    return Precision("fp32", torch.float32, None)
 
 
-def load_for_training(cfg: SFTConfig, device: str) -> tuple[Any, Any]:
-    """(model, tokenizer) from the local directory, LoRA-wrapped when `method` is lora."""
+def load_for_training(cfg: SFTConfig, device: str) -> tuple[Any, Any, Precision]:
+    """(model, tokenizer, precision) from the local directory, LoRA-wrapped when `method` is
+    lora."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(cfg.model)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(cfg.model, dtype=pick_dtype(cfg.precision, device))
+    precision = resolve_precision(cfg.precision, device, cfg.method)
+    model = AutoModelForCausalLM.from_pretrained(cfg.model, dtype=precision.load_dtype)
     model.to(device)
     checkpointing = cfg.gradient_checkpointing == "on" or (
         cfg.gradient_checkpointing == "auto" and device == "cuda"
@@ -45,7 +79,7 @@ def load_for_training(cfg: SFTConfig, device: str) -> tuple[Any, Any]:
         model.config.use_cache = False
     if cfg.method == "lora":
         model = with_lora(model, cfg, checkpointing)
-    return model, tokenizer
+    return model, tokenizer, precision
 
 
 def with_lora(model: Any, cfg: SFTConfig, checkpointing: bool) -> Any:
@@ -63,7 +97,8 @@ def with_lora(model: Any, cfg: SFTConfig, checkpointing: bool) -> Any:
         else list(cfg.lora.target_modules),
         task_type="CAUSAL_LM",
     )
-    return get_peft_model(model, lora)
+    # adapters in fp32 even over a bf16 base: their small updates must not round away
+    return get_peft_model(model, lora, autocast_adapter_dtype=True)
 
 
 def trainable_state(model: Any) -> dict[str, Any]:
@@ -83,9 +118,25 @@ def load_trainable_state(model: Any, state: dict[str, Any]) -> None:
             params[name].copy_(value.to(params[name].device, params[name].dtype))
 
 
-def save_final(model: Any, tokenizer: Any, output: Path, family: str) -> Path:
+def declared_dtype(model_dir: str | Path) -> Any | None:
+    """The dtype a checkpoint's config.json declares (`dtype`, or `torch_dtype` before
+    transformers 5), as a torch dtype; None when it declares none."""
+    import json
+
+    import torch
+
+    config = json.loads((Path(model_dir) / "config.json").read_text())
+    name = config.get("dtype") or config.get("torch_dtype")
+    value = getattr(torch, str(name), None) if name else None
+    return value if isinstance(value, torch.dtype) else None
+
+
+def save_final(
+    model: Any, tokenizer: Any, output: Path, family: str, dtype: Any | None = None
+) -> Path:
     """A plain transformers model directory (LoRA merged in) that `trajforge eval` loads;
-    the adapter alone is saved next to it under LoRA."""
+    the adapter alone is saved next to it under LoRA. `dtype` casts the saved weights (after
+    mixed precision: the base checkpoint's own dtype, not the fp32 master copy)."""
     import json
 
     from trajforge.finetune.tiny import FAMILY_FILE
@@ -96,6 +147,8 @@ def save_final(model: Any, tokenizer: Any, output: Path, family: str) -> Path:
         merged = model.merge_and_unload()
     else:
         merged = model
+    if dtype is not None:
+        merged = merged.to(dtype)
     merged.save_pretrained(target)
     tokenizer.save_pretrained(target)
     (target / FAMILY_FILE).write_text(json.dumps({"family": family}))

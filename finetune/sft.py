@@ -32,7 +32,7 @@ from trajforge.finetune.config import SFTConfig
 from trajforge.finetune.data import load_conversations, split_files
 from trajforge.finetune.families import get_family
 from trajforge.finetune.loss import accumulate_step, mean_loss
-from trajforge.finetune.modeling import load_for_training, pick_device, save_final
+from trajforge.finetune.modeling import declared_dtype, load_for_training, pick_device, save_final
 from trajforge.finetune.render import TemplateError, TokenizedSample, render_and_mask
 from trajforge.finetune.tiny import saved_family
 from trajforge.schemas import derive_seed
@@ -165,7 +165,7 @@ def run_sft(cfg: SFTConfig) -> SFTResult:
     torch.manual_seed(cfg.seed)
     device = pick_device()
     family = resolve_family(cfg)
-    model, tokenizer = load_for_training(cfg, device)
+    model, tokenizer, precision = load_for_training(cfg, device)
     train, train_stats = tokenise_split(cfg, "train", tokenizer, family)
     validation, val_stats = (
         tokenise_split(cfg, "validation", tokenizer, family)
@@ -197,7 +197,7 @@ def run_sft(cfg: SFTConfig) -> SFTResult:
         if not eval_batches:
             return None
         model.eval()
-        value = mean_loss(model, eval_batches, device)
+        value = mean_loss(model, eval_batches, device, precision)
         model.train()
         _write(output, StepMetrics(step=step, eval_loss=value))
         return value
@@ -212,7 +212,7 @@ def run_sft(cfg: SFTConfig) -> SFTResult:
             break
         if step <= start:
             continue
-        loss, trained = accumulate_step(model, micro, device)
+        loss, trained = accumulate_step(model, micro, device, precision)
         if cfg.max_grad_norm:
             torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
         optimizer.step()
@@ -244,7 +244,8 @@ def run_sft(cfg: SFTConfig) -> SFTResult:
     eval_loss = evaluate(steps)
     save_checkpoint(output, steps, model, optimizer, scheduler)
     elapsed = time.perf_counter() - started
-    model_dir = save_final(model, tokenizer, output, family)
+    save_dtype = declared_dtype(cfg.model) if precision.autocast_dtype is not None else None
+    model_dir = save_final(model, tokenizer, output, family, save_dtype)
     return SFTResult(
         output=output,
         model_dir=model_dir,

@@ -45,6 +45,10 @@ class ScoredRollout:
     turns_kept: int
     turns: int
 
+    def sampled_mask(self) -> torch.Tensor:
+        """[1, T], every student token sampled (before any gate), on the scores' device."""
+        return torch.tensor([self.tokens.mask], device=self.old_logprobs.device)
+
 
 @torch.no_grad()
 def teacher_scores(teacher: Any, input_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

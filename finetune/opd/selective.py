@@ -64,7 +64,8 @@ def turn_disagreement(
 
 def gated_mask(mask: torch.Tensor, turn_ids: torch.Tensor, gate: Sequence[bool]) -> torch.Tensor:
     """The loss mask with the tokens of skipped turns zeroed."""
-    kept_turns = torch.tensor([k for k, on in enumerate(gate) if on], dtype=turn_ids.dtype)
+    kept = [k for k, on in enumerate(gate) if on]
+    kept_turns = torch.tensor(kept, dtype=turn_ids.dtype, device=turn_ids.device)
     return mask * torch.isin(turn_ids, kept_turns).to(mask.dtype)
 
 

@@ -181,8 +181,7 @@ class OPDTrainer:
         self.student_sampler.sync(m.student)
         student_tokens = sum(sum(r.tokens.mask) for r in sampled.rollouts)
         kl_sum = sum(
-            float(((s.old_logprobs - s.teacher_logprobs) * torch.tensor([s.tokens.mask])).sum())
-            for s in scored
+            float(((s.old_logprobs - s.teacher_logprobs) * s.sampled_mask()).sum()) for s in scored
         )
         passed = [verify_outcome(r.trajectory, self.domain).passed for r in sampled.rollouts]
         return OPDMetrics(

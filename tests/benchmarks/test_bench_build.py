@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from bench_build import BuildSpec, longest_chain, marginal_cpu, write_config  # noqa: E402
+from bench_build import (  # noqa: E402
+    BuildSpec,
+    build_command,
+    longest_chain,
+    marginal_cpu,
+    spec_fields,
+    write_config,
+)
+from stub_server import parse_cpus, pin_to  # noqa: E402
 
 from trajforge.pipelines.config import load_config  # noqa: E402
 
@@ -81,3 +93,38 @@ def test_output_digest_ignores_measured_latency_and_row_order(tmp_path):
     import os
 
     assert tree_rss_mb(os.getpid()) > 10  # this test process at least
+
+
+def test_cpu_lists_parse_and_name_the_bad_part():
+    assert parse_cpus("0,1") == {0, 1}
+    assert parse_cpus("2-4,7") == {2, 3, 4, 7}
+    with pytest.raises(ValueError, match="'x-2' is not N or N-M"):
+        parse_cpus("0,x-2")
+    with pytest.raises(ValueError, match="names no core"):
+        parse_cpus(",")
+    assert pin_to(None) is None
+
+
+def test_a_pinned_child_runs_on_the_given_core_only():
+    core = min(os.sched_getaffinity(0))
+    out = subprocess.run(
+        [sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"],
+        preexec_fn=pin_to(frozenset({core})),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == f"[{core}]"
+
+
+def test_spec_fields_are_json_ready_and_the_build_runs_without_a_console_script(tmp_path):
+    spec = BuildSpec(mode="rollout", num_tasks=2, build_cpus=frozenset({1, 0}))
+    assert spec_fields(spec)["build_cpus"] == [0, 1] and spec_fields(spec)["stub_cpus"] is None
+    command = build_command(tmp_path / "c.yaml", tmp_path / "run", None)
+    script = Path(sys.executable).parent / "trajforge"
+    if script.exists():
+        assert command[0] == str(script)
+    else:
+        assert command[:3] == [sys.executable, "-m", "trajforge.pipelines.cli"]
+    profiled = build_command(tmp_path / "c.yaml", tmp_path / "run", tmp_path / "p.prof")
+    assert profiled[:4] == [sys.executable, "-m", "cProfile", "-o"]
