@@ -53,6 +53,7 @@ _OPD_FLAGS: tuple[tuple[str, type, str], ...] = (
     ("--save-every", int, "checkpoint every N steps (default: at the end)"),
     ("--sampler", str, "transformers (default) or vllm (GPU)"),
     ("--device", str, "auto (default), cpu or cuda"),
+    ("--precision", str, "auto (bf16-mixed on a GPU that has bf16), fp32, bf16-mixed or bf16"),
     ("--seed", int, "task and sampling seed (default 0)"),
 )
 

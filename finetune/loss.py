@@ -9,11 +9,10 @@ divided by the step's total trained-token count, which is known before the first
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import nullcontext
 from typing import Any
 
 from trajforge.finetune.batching import IGNORE, Batch
-from trajforge.finetune.modeling import Precision
+from trajforge.finetune.modeling import Precision, autocast_for
 
 
 def token_loss_sum(model: Any, batch: Batch, precision: Precision | None = None) -> Any:
@@ -24,8 +23,7 @@ def token_loss_sum(model: Any, batch: Batch, precision: Precision | None = None)
     kwargs = {"input_ids": batch.input_ids, "position_ids": batch.position_ids}
     if batch.attention_mask is not None:
         kwargs["attention_mask"] = batch.attention_mask
-    device = batch.input_ids.device.type
-    with precision.autocast(device) if precision else nullcontext():
+    with autocast_for(precision, batch.input_ids):
         logits = model(**kwargs, use_cache=False).logits[:, :-1, :]
     targets = batch.labels[:, 1:]
     return F.cross_entropy(

@@ -45,6 +45,15 @@ class Precision:
         return torch.autocast(device_type=device, dtype=self.autocast_dtype)
 
 
+def autocast_for(precision: Precision | None, tensor: Any) -> Any:
+    """The precision's autocast on the device `tensor` lives on; nothing without a precision."""
+    import contextlib
+
+    if precision is None:
+        return contextlib.nullcontext()
+    return precision.autocast(tensor.device.type)
+
+
 def resolve_precision(precision: str, device: str, method: str = "full") -> Precision:
     """`auto` is bf16-mixed on a GPU that supports bf16, else fp32."""
     import torch

@@ -42,6 +42,9 @@ class OPDConfig(_Config):
     save_every: int | None = Field(default=None, ge=1)  # None: only at the end
     sampler: Literal["transformers", "vllm"] = "transformers"
     device: Literal["auto", "cpu", "cuda"] = "auto"
+    # as SFT's: auto is bf16-mixed on a GPU with bf16 (the student's weights in fp32, its
+    # forward in bf16; the teacher, never trained, in bf16), else fp32
+    precision: Literal["auto", "fp32", "bf16-mixed", "bf16"] = "auto"
     seed: int = 0
     resume: bool = False
 

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import torch
 
+from trajforge.finetune.modeling import Precision, autocast_for
 from trajforge.finetune.opd.guided import GuidedSchedule, teacher_takes_turn
 from trajforge.finetune.opd.transcript import TokenTranscript
 from trajforge.generators.agent import AgentTurn, SampledTokens
@@ -44,6 +45,7 @@ class TransformersSampler:
     stop_ids: Sequence[int]
     max_new_tokens: int = 128
     temperature: float = 1.0
+    precision: Precision | None = None  # the training forward's, so log p_old matches it
 
     @torch.no_grad()
     def sample(self, prompt_ids: Sequence[int], seed: int) -> SampledTokens:
@@ -52,7 +54,8 @@ class TransformersSampler:
         was_training = self.model.training
         self.model.eval()
         ids = torch.tensor([list(prompt_ids)], device=device)
-        out = self.model(input_ids=ids, use_cache=True)
+        with autocast_for(self.precision, ids):
+            out = self.model(input_ids=ids, use_cache=True)
         cache_arg = _cache_argument(self.model)
         tokens: list[int] = []
         logprobs: list[float] = []
@@ -64,7 +67,8 @@ class TransformersSampler:
             if self._stopped(tokens):
                 break
             step = torch.tensor([[token]], device=device)
-            out = self.model(input_ids=step, use_cache=True, **{cache_arg: _cache_of(out)})
+            with autocast_for(self.precision, step):
+                out = self.model(input_ids=step, use_cache=True, **{cache_arg: _cache_of(out)})
         self.model.train(was_training)
         return SampledTokens(tuple(tokens), tuple(logprobs))
 

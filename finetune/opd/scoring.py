@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from trajforge.finetune.modeling import Precision, autocast_for
 from trajforge.finetune.opd.objective import (
     exact_reverse_kl,
     gather_logprobs,
@@ -91,7 +92,12 @@ def step_weights(scored: Sequence[ScoredRollout], selective: SelectiveConfig | N
     return out
 
 
-def accumulate_update(student: Any, scored: Sequence[ScoredRollout], weights: Sequence) -> float:
+def accumulate_update(
+    student: Any,
+    scored: Sequence[ScoredRollout],
+    weights: Sequence,
+    precision: Precision | None = None,
+) -> float:
     """Backpropagate the step's OPD loss rollout by rollout (N = the step's trained tokens);
     returns the step loss. The caller clips and steps the optimizer."""
     total_tokens = int(sum(int(s.mask.sum()) for s in scored))
@@ -100,7 +106,9 @@ def accumulate_update(student: Any, scored: Sequence[ScoredRollout], weights: Se
     for s, w in zip(scored, weights, strict=True):
         if int(s.mask.sum()) == 0:
             continue
-        logprobs = gather_logprobs(student(input_ids=s.input_ids).logits, s.input_ids)
+        with autocast_for(precision, s.input_ids):
+            logits = student(input_ids=s.input_ids).logits
+        logprobs = gather_logprobs(logits, s.input_ids)
         advantages = token_advantages(s.teacher_logprobs, s.old_logprobs)
         loss = opd_loss(logprobs, s.old_logprobs, advantages, s.mask, w, num_tokens=total_tokens)
         loss.backward()
@@ -109,7 +117,13 @@ def accumulate_update(student: Any, scored: Sequence[ScoredRollout], weights: Se
 
 
 @torch.no_grad()
-def heldout_reverse_kl(student: Any, teacher: Any, rollouts: Sequence[RolloutTokens], device: str):
+def heldout_reverse_kl(
+    student: Any,
+    teacher: Any,
+    rollouts: Sequence[RolloutTokens],
+    device: str,
+    precision: Precision | None = None,
+):
     """Full-vocabulary reverse KL(student || teacher) per student-sampled token, over rollouts
     the current student sampled on held-out tasks (token-weighted mean)."""
     student.eval()
@@ -120,7 +134,8 @@ def heldout_reverse_kl(student: Any, teacher: Any, rollouts: Sequence[RolloutTok
         if n == 0:
             continue
         ids = torch.tensor([tokens.input_ids], device=device)
-        s_logits = shifted_logits(student(input_ids=ids).logits)
+        with autocast_for(precision, ids):
+            s_logits = shifted_logits(student(input_ids=ids).logits)
         t_logits = shifted_logits(teacher(input_ids=ids).logits)
         total += exact_reverse_kl(s_logits, t_logits, mask) * n
         count += n

@@ -24,7 +24,13 @@ from pydantic import BaseModel, ConfigDict
 
 from trajforge.finetune.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from trajforge.finetune.families import get_family
-from trajforge.finetune.modeling import pick_device, save_final
+from trajforge.finetune.modeling import (
+    Precision,
+    declared_dtype,
+    pick_device,
+    resolve_precision,
+    save_final,
+)
 from trajforge.finetune.opd.config import OPDConfig
 from trajforge.finetune.opd.rollouts import RolloutSetup, sample_rollouts, step_jobs
 from trajforge.finetune.opd.sampling import TokenSampler, TransformersSampler
@@ -81,10 +87,13 @@ class Models:
     teacher: Any
     tokenizer: Any
     device: str
+    precision: Precision
 
 
 def load_models(cfg: OPDConfig) -> Models:
-    """Student (trainable, fp32) and teacher (frozen) that must share one tokenizer."""
+    """Student (trainable) and teacher (frozen) that must share one tokenizer, each loaded in
+    the dtype `precision` gives (transformers 5 would otherwise load a checkpoint's own dtype:
+    a bf16 student trained in pure bf16, whose updates mostly round away)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     device = pick_device() if cfg.device == "auto" else cfg.device
@@ -95,19 +104,26 @@ def load_models(cfg: OPDConfig) -> Models:
             "teacher: its tokenizer differs from the student's; OPD scores the student's exact "
             "token ids, so pick a teacher of the same family and vocabulary"
         )
-    student = AutoModelForCausalLM.from_pretrained(cfg.student).to(device)
-    teacher = AutoModelForCausalLM.from_pretrained(cfg.teacher).to(device).eval()
+    precision = resolve_precision(cfg.precision, device, "full")
+    frozen_dtype = precision.autocast_dtype or precision.load_dtype
+    student = AutoModelForCausalLM.from_pretrained(cfg.student, dtype=precision.load_dtype)
+    teacher = AutoModelForCausalLM.from_pretrained(cfg.teacher, dtype=frozen_dtype)
+    teacher.to(device).eval()
     teacher.requires_grad_(False)
-    return Models(student, teacher, tokenizer, device)
+    return Models(student.to(device), teacher, tokenizer, device, precision)
 
 
-def make_sampler(cfg: OPDConfig, model: Any, path: str, stop_ids: list[int]) -> TokenSampler:
-    """The configured sampler for a model (vLLM is imported only when asked for)."""
+def make_sampler(
+    cfg: OPDConfig, model: Any, path: str, stop_ids: list[int], precision: Precision | None = None
+) -> TokenSampler:
+    """The configured sampler for a model (vLLM is imported only when asked for); a
+    transformers sampler runs under the training forward's precision, so its log p_old is
+    what the update's first forward computes."""
     if cfg.sampler == "vllm":
         from trajforge.finetune.opd.vllm_sampler import VLLMSampler
 
         return VLLMSampler(path, stop_ids, cfg.max_new_tokens, cfg.temperature)
-    return TransformersSampler(model, stop_ids, cfg.max_new_tokens, cfg.temperature)
+    return TransformersSampler(model, stop_ids, cfg.max_new_tokens, cfg.temperature, precision)
 
 
 def user_factory(cfg: OPDConfig, domain: Domain) -> Callable[[Task], UserSimulator]:
@@ -138,9 +154,13 @@ class OPDTrainer:
         self.family = get_family(cfg.family or saved_family(cfg.student) or "qwen2.5")
         self.renderer = FamilyRenderer(models.tokenizer, self.family)
         stop = self.renderer.encode(self.family.end_of_turn)
-        self.student_sampler = make_sampler(cfg, models.student, cfg.student, stop)
+        self.student_sampler = make_sampler(
+            cfg, models.student, cfg.student, stop, models.precision
+        )
         self.teacher_sampler = (
-            make_sampler(cfg, models.teacher, cfg.teacher, stop) if cfg.guided else None
+            make_sampler(cfg, models.teacher, cfg.teacher, stop, models.precision)
+            if cfg.guided
+            else None
         )
         self.user_factory = user_factory(cfg, domain)
         self.optimizer = torch.optim.AdamW(models.student.parameters(), lr=cfg.learning_rate)
@@ -173,7 +193,8 @@ class OPDTrainer:
             score_rollout(m.teacher, r.tokens, m.device, cfg.selective) for r in sampled.rollouts
         ]
         self.optimizer.zero_grad(set_to_none=True)
-        loss = accumulate_update(m.student, scored, step_weights(scored, cfg.selective))
+        weights = step_weights(scored, cfg.selective)
+        loss = accumulate_update(m.student, scored, weights, m.precision)
         if cfg.max_grad_norm is not None:
             torch.nn.utils.clip_grad_norm_(m.student.parameters(), cfg.max_grad_norm)
         self.optimizer.step()
@@ -206,7 +227,7 @@ class OPDTrainer:
         jobs = step_jobs(self.heldout, 0, self.cfg.eval_rollouts, "opd-heldout")
         rollouts = [r.tokens for r in sample_rollouts(jobs, self.setup(guided=False)).rollouts]
         m = self.models
-        return heldout_reverse_kl(m.student, m.teacher, rollouts, m.device)
+        return heldout_reverse_kl(m.student, m.teacher, rollouts, m.device, m.precision)
 
     def evaluate(self, step: int) -> OPDMetrics:
         kl = self.heldout_kl()
@@ -226,6 +247,7 @@ class OPDTrainer:
             self.models.tokenizer,
             self.output / "eval" / f"step-{step}",
             self.family.name,
+            self.save_dtype(),
         )
         cfg = EvalConfig(
             domain=self.domain.name,
@@ -239,6 +261,12 @@ class OPDTrainer:
         )
         report = evaluate(cfg, parse_agent(str(path)), self.heldout, self.domain)
         return report.overall.pass_hat.get(1, 0.0)
+
+    def save_dtype(self) -> Any | None:
+        """After mixed precision, the student checkpoint's own dtype (not the fp32 masters)."""
+        if self.models.precision.autocast_dtype is None:
+            return None
+        return declared_dtype(self.cfg.student)
 
     def write(self, metrics: OPDMetrics) -> None:
         with (self.output / METRICS_FILE).open("a") as f:
@@ -263,7 +291,11 @@ class OPDTrainer:
         self.write(after)
         save_checkpoint(self.output, cfg.steps, self.models.student, self.optimizer, self.scheduler)
         model_dir = save_final(
-            self.models.student, self.models.tokenizer, self.output, self.family.name
+            self.models.student,
+            self.models.tokenizer,
+            self.output,
+            self.family.name,
+            self.save_dtype(),
         )
         return OPDResult(
             self.output,

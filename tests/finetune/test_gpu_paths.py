@@ -1,8 +1,9 @@
 """GPU paths of training on tiny models (opt-in with -m gpu; skipped without a CUDA GPU).
 
 What only a GPU exercises: tensors that must share the model's device (OPD's gate and sampled
-mask were CPU tensors meeting CUDA ones), `precision: auto` resolving to bf16-mixed with
-gradient checkpointing, and evaluation by the transformers agent on the GPU.
+mask were CPU tensors meeting CUDA ones), `precision: auto` resolving to bf16-mixed (SFT with
+gradient checkpointing; OPD with fp32 student weights, a bf16 teacher and the sampler under the
+same autocast), and evaluation by the transformers agent on the GPU.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ def test_opd_steps_on_cuda_with_selective_and_guided(tmp_path):
                     guided=GuidedSchedule(start_p=0.5, end_step=2))  # fmt: skip
     models = load_models(cfg)
     assert next(models.student.parameters()).device.type == "cuda"
+    assert models.precision.name == "bf16-mixed"  # auto on a GPU with bf16
+    assert next(models.student.parameters()).dtype == torch.float32
+    assert next(models.teacher.parameters()).dtype == torch.bfloat16
     result = OPDTrainer(cfg, models, TOY, [make_task()], [make_task()]).run()
     steps = [json.loads(x) for x in (tmp_path / "out" / "metrics.jsonl").open() if '"loss"' in x]
     assert len(steps) == 3 and all(math.isfinite(s["loss"]) for s in steps)

@@ -126,3 +126,38 @@ def test_evaluation_reports_pass_hat_1_through_trajforge_eval(tmp_path):
     assert line.eval_pass_hat_1 == 0.0  # a random tiny student solves nothing
     assert line.heldout_reverse_kl > 0
     assert (tmp_path / "out" / "eval" / "step-0" / "model" / "config.json").is_file()
+
+
+def _as_bf16_checkpoints(paths):
+    from transformers import AutoModelForCausalLM
+
+    for path in paths:
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+        model.to(torch.bfloat16).save_pretrained(path)
+
+
+def test_a_bf16_checkpoint_trains_as_fp32_student_under_auto_on_cpu(tmp_path):
+    """transformers 5 loads a checkpoint's own dtype by default: a bf16 student would train in
+    pure bf16, where updates at OPD's learning rates mostly round away."""
+    student, teacher = save_pair(tmp_path)
+    _as_bf16_checkpoints((student, teacher))
+    cfg = OPDConfig(student=student, teacher=teacher, output=str(tmp_path / "out"), **TINY)
+    models = load_models(cfg)
+    assert models.precision.name == "fp32"
+    assert {p.dtype for p in models.student.parameters()} == {torch.float32}
+    assert {p.dtype for p in models.teacher.parameters()} == {torch.float32}
+
+
+def test_bf16_mixed_keeps_fp32_masters_a_bf16_teacher_and_saves_the_checkpoint_dtype(tmp_path):
+    student, _ = save_pair(tmp_path)
+    _as_bf16_checkpoints((student,))
+    t = trainer(tmp_path, student, student, **{**TINY, "precision": "bf16-mixed"}, steps=1)
+    assert {p.dtype for p in t.models.student.parameters()} == {torch.float32}
+    assert {p.dtype for p in t.models.teacher.parameters()} == {torch.bfloat16}
+    m = t.train_step(0)
+    assert m.trained_tokens > 0
+    # the sampler's log p_old comes from the same bf16 forward as the update's: the teacher
+    # (the same network, its weights rounded to bf16) is then close to, not exactly, the student
+    assert abs(m.sampled_reverse_kl) < 0.05 and abs(m.loss) < 0.05
+    saved = json.loads((t.run().model_dir / "config.json").read_text())
+    assert (saved.get("dtype") or saved.get("torch_dtype")) == "bfloat16"
