@@ -49,7 +49,13 @@ class TransformersChat:
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
             tokenizer = AutoTokenizer.from_pretrained(self.model_dir)
-            model = AutoModelForCausalLM.from_pretrained(self.model_dir).to(self.device).eval()
+            from trajforge.finetune.modeling import inference_dtype, resolve_precision
+
+            # bf16 on a GPU that has it, fp32 on CPU, whatever the checkpoint holds
+            # (transformers 5 would load its own dtype: bf16 on CPU is slow on most CPUs)
+            dtype = inference_dtype(resolve_precision("auto", self.device))
+            model = AutoModelForCausalLM.from_pretrained(self.model_dir, dtype=dtype)
+            model = model.to(self.device).eval()
             self._loaded = (model, tokenizer)
         return self._loaded
 

@@ -45,6 +45,12 @@ class Precision:
         return torch.autocast(device_type=device, dtype=self.autocast_dtype)
 
 
+def inference_dtype(precision: Precision) -> Any:
+    """The dtype of a model that is never trained under `precision` (a teacher, an evaluated
+    model): bf16 wherever the forward runs in bf16 anyway, else the weights' dtype."""
+    return precision.autocast_dtype or precision.load_dtype
+
+
 def autocast_for(precision: Precision | None, tensor: Any) -> Any:
     """The precision's autocast on the device `tensor` lives on; nothing without a precision."""
     import contextlib

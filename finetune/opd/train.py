@@ -27,6 +27,7 @@ from trajforge.finetune.families import get_family
 from trajforge.finetune.modeling import (
     Precision,
     declared_dtype,
+    inference_dtype,
     pick_device,
     resolve_precision,
     save_final,
@@ -105,9 +106,8 @@ def load_models(cfg: OPDConfig) -> Models:
             "token ids, so pick a teacher of the same family and vocabulary"
         )
     precision = resolve_precision(cfg.precision, device, "full")
-    frozen_dtype = precision.autocast_dtype or precision.load_dtype
     student = AutoModelForCausalLM.from_pretrained(cfg.student, dtype=precision.load_dtype)
-    teacher = AutoModelForCausalLM.from_pretrained(cfg.teacher, dtype=frozen_dtype)
+    teacher = AutoModelForCausalLM.from_pretrained(cfg.teacher, dtype=inference_dtype(precision))
     teacher.to(device).eval()
     teacher.requires_grad_(False)
     return Models(student.to(device), teacher, tokenizer, device, precision)

@@ -15,6 +15,7 @@ final error message are under our control and counted (`CallStats.retries`). No 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import functools
 import importlib.util
@@ -157,6 +158,10 @@ class OpenAIBackend:
             if self.transport == "aiohttp":
                 self._client = self._aiohttp_session()
                 weakref.finalize(self, _close_on_its_loop, self._client, loop)
+                # registered after the shared loop started, so it runs before that loop is
+                # stopped at exit (atexit is last-in first-out; the finalizer's own exit hook
+                # may have been registered before the loop, and would then run after it)
+                atexit.register(_close_at_exit, weakref.ref(self._client), loop)
             else:
                 self._client = self._sdk_client()
             self._client_loop = loop
@@ -332,6 +337,13 @@ class OpenAIBackend:
                 f"(attempts: {attempts} of {self.max_attempts})"
             )
         )
+
+
+def _close_at_exit(session_ref: weakref.ref, loop: asyncio.AbstractEventLoop) -> None:
+    """Exit hook: close the session if it is still alive (its backend never collected)."""
+    session = session_ref()
+    if session is not None:
+        _close_on_its_loop(session, loop)
 
 
 def _close_on_its_loop(session: Any, loop: asyncio.AbstractEventLoop) -> None:

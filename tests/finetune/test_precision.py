@@ -123,3 +123,15 @@ def test_declared_dtype_reads_either_key(tmp_path):
     assert declared_dtype(tmp_path) == torch.bfloat16
     (tmp_path / "config.json").write_text(json.dumps({}))
     assert declared_dtype(tmp_path) is None
+
+
+def test_evaluated_model_runs_in_fp32_on_cpu_whatever_its_checkpoint_holds(tmp_path):
+    """`trajforge eval DIR` on CPU: transformers 5 would load a bf16 checkpoint as bf16."""
+    from transformers import AutoModelForCausalLM
+
+    from trajforge.finetune.hf_client import TransformersChat
+
+    base = save_tiny(tmp_path / "base", rendered_corpus("qwen2.5"), get_family("qwen2.5"))
+    AutoModelForCausalLM.from_pretrained(base).to(torch.bfloat16).save_pretrained(base)
+    model, _ = TransformersChat(base, get_family("qwen2.5"), device="cpu")._load()
+    assert {p.dtype for p in model.parameters()} == {torch.float32}

@@ -228,3 +228,39 @@ def test_base_url_alone_no_longer_implies_a_dummy_key(monkeypatch):
     with pytest.raises(LLMError, match="needs_api_key: false"):
         OpenAIBackend("m", base_url="http://127.0.0.1:1/v1")
     assert OpenAIBackend("m", base_url="http://127.0.0.1:1/v1", needs_api_key=False)._api_key
+
+
+EXIT_SCRIPT = """
+import sys, weakref
+sys.path.insert(0, {here!r})
+weakref.finalize(type("Early", (), {{}})(), print)  # weakref's exit hook registered first
+from llm_stub_server import Reply, chat_body, start_stub_server
+from trajforge.generators.llm.concurrency import run_all
+from trajforge.generators.llm.openai_backend import OpenAIBackend
+from trajforge.schemas import ChatRequest, Message
+_, url, server = start_stub_server([Reply(body=chat_body("ok"))])
+client = OpenAIBackend("stub-model", base_url=url, needs_api_key=False)
+request = ChatRequest(model="stub-model", messages=[Message(role="user", content="hi")])
+run_all([lambda: client.complete(request)], max_in_flight=1)
+server.shutdown()
+print("done")
+"""
+
+
+def test_a_session_alive_at_exit_is_closed_before_the_shared_loop_stops(tmp_path):
+    """At exit, atexit runs its hooks last-registered first: when anything registered
+    weakref's exit hook before the shared loop started (pytest, Beam, tempfile do), the
+    backend's finalizer ran after the loop had stopped and could not close the session, and
+    the build's log ended with "Unclosed client session"."""
+    pytest.importorskip("aiohttp")
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = EXIT_SCRIPT.format(here=str(Path(__file__).parent))
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert "done" in out.stdout
+    assert "Unclosed" not in out.stderr, out.stderr
