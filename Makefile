@@ -60,10 +60,11 @@ train-eval-tiny: install
 	.venv/bin/trajforge eval --model runs/tiny-base --model runs/tiny-sft/model --model oracle \
 		--tasks runs/tiny-data --k 1 --max-tokens 48 --max-turns 10 --json runs/tiny-eval.json
 
-# Opt-in GPU smoke: SFT a few steps (bf16, gradient checkpointing) then eval with vLLM; skipped
-# without a CUDA GPU. TRAJFORGE_GPU_SMOKE_MODEL=/path/to/small/model uses a real local model.
+# Opt-in GPU tests, skipped without a CUDA GPU: SFT a few steps (bf16-mixed, gradient
+# checkpointing) then eval with vLLM; OPD, full and LoRA SFT and transformers eval on CUDA with
+# tiny models. TRAJFORGE_GPU_SMOKE_MODEL=/path/to/small/model uses a real local model.
 gpu-smoke: install
-	$(PY) -m pytest -m gpu tests/finetune/test_gpu_smoke.py -rs
+	$(PY) -m pytest -m gpu tests/finetune -rs
 
 bench-sft: install
 	$(PY) benchmarks/sft_bench.py --repeats 2
