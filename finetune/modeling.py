@@ -26,8 +26,8 @@ class Precision:
     `bf16-mixed` keeps the weights the optimizer updates in fp32 and runs the forward in bf16:
     AdamW moves a weight by about the learning rate, and at 1e-5 that is below bf16's resolution
     for any weight larger than ~0.003 (8 mantissa bits), so pure-bf16 full fine-tuning silently
-    drops most updates. Under LoRA the frozen base loads in bf16 (half the memory) and peft keeps
-    the adapters in fp32. `bf16` is pure bf16 (least memory), for users who accept that loss.
+    drops most updates. Under LoRA a bf16 base stays bf16 (frozen: half the memory) and peft
+    keeps the adapters in fp32. `bf16` is pure bf16 (least memory), for users who accept that loss.
     """
 
     name: str
@@ -60,8 +60,12 @@ def autocast_for(precision: Precision | None, tensor: Any) -> Any:
     return precision.autocast(tensor.device.type)
 
 
-def resolve_precision(precision: str, device: str, method: str = "full") -> Precision:
-    """`auto` is bf16-mixed on a GPU that supports bf16, else fp32."""
+def resolve_precision(
+    precision: str, device: str, method: str = "full", declared: Any | None = None
+) -> Precision:
+    """`auto` is bf16-mixed on a GPU that supports bf16, else fp32. Under LoRA the frozen base
+    loads in bf16 only when its checkpoint is bf16 (`declared`): the merged model keeps the
+    base's own weights, so an fp32 or fp16 base must not be rounded to bf16 on the way."""
     import torch
 
     if precision == "auto":
@@ -70,8 +74,10 @@ def resolve_precision(precision: str, device: str, method: str = "full") -> Prec
     if precision == "bf16":
         return Precision("bf16", torch.bfloat16, None)
     if precision == "bf16-mixed":
-        base = torch.bfloat16 if method == "lora" else torch.float32
-        return Precision("bf16-mixed", base, torch.bfloat16)
+        bf16_base = method == "lora" and declared == torch.bfloat16
+        return Precision(
+            "bf16-mixed", torch.bfloat16 if bf16_base else torch.float32, torch.bfloat16
+        )
     return Precision("fp32", torch.float32, None)
 
 
@@ -83,7 +89,7 @@ def load_for_training(cfg: SFTConfig, device: str) -> tuple[Any, Any, Precision]
     tokenizer = AutoTokenizer.from_pretrained(cfg.model)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    precision = resolve_precision(cfg.precision, device, cfg.method)
+    precision = resolve_precision(cfg.precision, device, cfg.method, declared_dtype(cfg.model))
     model = AutoModelForCausalLM.from_pretrained(cfg.model, dtype=precision.load_dtype)
     model.to(device)
     checkpointing = cfg.gradient_checkpointing == "on" or (

@@ -37,7 +37,11 @@ def test_auto_is_fp32_without_a_gpu_and_names_resolve():
     assert (auto.name, auto.load_dtype, auto.autocast_dtype) == ("fp32", torch.float32, None)
     mixed = resolve_precision("bf16-mixed", "cpu", "full")
     assert (mixed.load_dtype, mixed.autocast_dtype) == (torch.float32, torch.bfloat16)
-    assert resolve_precision("bf16-mixed", "cpu", "lora").load_dtype == torch.bfloat16
+    lora_bf16 = resolve_precision("bf16-mixed", "cpu", "lora", declared=torch.bfloat16)
+    assert lora_bf16.load_dtype == torch.bfloat16  # a frozen bf16 base stays bf16
+    for declared in (torch.float32, torch.float16, None):  # never rounded to bf16
+        lora = resolve_precision("bf16-mixed", "cpu", "lora", declared=declared)
+        assert lora.load_dtype == torch.float32
     pure = resolve_precision("bf16", "cpu")
     assert (pure.load_dtype, pure.autocast_dtype) == (torch.bfloat16, None)
 
@@ -135,3 +139,21 @@ def test_evaluated_model_runs_in_fp32_on_cpu_whatever_its_checkpoint_holds(tmp_p
     AutoModelForCausalLM.from_pretrained(base).to(torch.bfloat16).save_pretrained(base)
     model, _ = TransformersChat(base, get_family("qwen2.5"), device="cpu")._load()
     assert {p.dtype for p in model.parameters()} == {torch.float32}
+
+
+def test_lora_mixed_keeps_an_fp32_base_exact_in_the_merged_model(tmp_path):
+    """Under LoRA the saved model is the base plus the merged adapters: weights LoRA does not
+    touch (embeddings, norms, the output layer) come back bit for bit, not rounded to bf16."""
+    from transformers import AutoModelForCausalLM
+
+    run = write_run(tmp_path / "run", {"train": 2})
+    base = save_tiny(tmp_path / "base", rendered_corpus("qwen2.5"), get_family("qwen2.5"))
+    cfg = SFTConfig(data=str(run), model=str(base), output=str(tmp_path / "out"), method="lora",
+                    precision="bf16-mixed", max_steps=2, max_seq_len=1024, row_tokens=1024,
+                    progress=False)  # fmt: skip
+    result = run_sft(cfg)
+    tuned = dict(AutoModelForCausalLM.from_pretrained(result.model_dir).named_parameters())
+    original = dict(AutoModelForCausalLM.from_pretrained(base).named_parameters())
+    untouched = [n for n in original if "proj" not in n]
+    assert untouched and all(torch.equal(tuned[n], original[n]) for n in untouched)
+    assert any(not torch.equal(tuned[n], original[n]) for n in original if "proj" in n)
