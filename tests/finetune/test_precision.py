@@ -70,6 +70,7 @@ def test_mixed_precision_keeps_the_updates_pure_bf16_rounds_away(tokenizers, bat
     mostly cannot move (the update is below its resolution); an fp32 master weight does."""
     mixed = _changed_fraction("bf16-mixed", tokenizers, batch)
     pure = _changed_fraction("bf16", tokenizers, batch)
+    print(f"weights moved by one AdamW step at 1e-5: bf16-mixed {mixed:.0%}, pure bf16 {pure:.0%}")
     assert mixed > 0.95
     assert pure < 0.5 * mixed
 
