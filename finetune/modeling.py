@@ -146,8 +146,11 @@ def declared_dtype(model_dir: str | Path) -> Any | None:
 
     import torch
 
-    config = json.loads((Path(model_dir) / "config.json").read_text())
-    name = config.get("dtype") or config.get("torch_dtype")
+    try:
+        config = json.loads((Path(model_dir) / "config.json").read_text())
+    except (OSError, ValueError):  # no readable config: loading the model reports why
+        return None
+    name = config.get("dtype") or config.get("torch_dtype") if isinstance(config, dict) else None
     value = getattr(torch, str(name), None) if name else None
     return value if isinstance(value, torch.dtype) else None
 

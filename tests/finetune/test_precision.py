@@ -128,6 +128,9 @@ def test_declared_dtype_reads_either_key(tmp_path):
     assert declared_dtype(tmp_path) == torch.bfloat16
     (tmp_path / "config.json").write_text(json.dumps({}))
     assert declared_dtype(tmp_path) is None
+    (tmp_path / "config.json").write_text("not json")
+    assert declared_dtype(tmp_path) is None
+    assert declared_dtype(tmp_path / "missing") is None  # from_pretrained then says why
 
 
 def test_evaluated_model_runs_in_fp32_on_cpu_whatever_its_checkpoint_holds(tmp_path):
