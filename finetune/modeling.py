@@ -160,7 +160,8 @@ def save_final(
 ) -> Path:
     """A plain transformers model directory (LoRA merged in) that `trajforge eval` loads;
     the adapter alone is saved next to it under LoRA. `dtype` casts the saved weights (after
-    mixed precision: the base checkpoint's own dtype, not the fp32 master copy)."""
+    mixed precision: the base checkpoint's own dtype, not the fp32 master copy) without
+    touching the model's own, which may go on training (OPD saves for each evaluation)."""
     import json
 
     from trajforge.finetune.tiny import FAMILY_FILE
@@ -171,9 +172,39 @@ def save_final(
         merged = model.merge_and_unload()
     else:
         merged = model
-    if dtype is not None:
-        merged = merged.to(dtype)
-    merged.save_pretrained(target)
+    if dtype is not None and dtype != merged.dtype:
+        merged.save_pretrained(target, state_dict=_cast_state(merged, dtype))
+        _declare_dtype(target / "config.json", dtype)
+    else:
+        merged.save_pretrained(target)
     tokenizer.save_pretrained(target)
     (target / FAMILY_FILE).write_text(json.dumps({"family": family}))
     return target
+
+
+def _cast_state(model: Any, dtype: Any) -> dict[str, Any]:
+    """The model's floating-point tensors as `dtype` copies on the CPU (tied tensors stay one
+    tensor, so saving deduplicates them as it would the model's own)."""
+    copies: dict[tuple, Any] = {}
+    state = {}
+    for name, tensor in model.state_dict().items():
+        if not tensor.is_floating_point():
+            state[name] = tensor
+            continue
+        key = (tensor.data_ptr(), tuple(tensor.shape))
+        if key not in copies:
+            copies[key] = tensor.detach().to(device="cpu", dtype=dtype)
+        state[name] = copies[key]
+    return state
+
+
+def _declare_dtype(config_path: Path, dtype: Any) -> None:
+    """Set the saved config's dtype to the weights' (transformers writes the model's own)."""
+    import json
+
+    config = json.loads(config_path.read_text())
+    name = str(dtype).removeprefix("torch.")
+    config["dtype"] = name
+    if "torch_dtype" in config:
+        config["torch_dtype"] = name
+    config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")

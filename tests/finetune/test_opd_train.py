@@ -161,3 +161,15 @@ def test_bf16_mixed_keeps_fp32_masters_a_bf16_teacher_and_saves_the_checkpoint_d
     assert abs(m.sampled_reverse_kl) < 0.05 and abs(m.loss) < 0.05
     saved = json.loads((t.run().model_dir / "config.json").read_text())
     assert (saved.get("dtype") or saved.get("torch_dtype")) == "bfloat16"
+
+
+def test_evaluating_pass_k_under_bf16_mixed_leaves_the_student_fp32(tmp_path):
+    """Each evaluation saves the student in its checkpoint's dtype for `trajforge eval`; the
+    student that goes on training keeps its fp32 weights."""
+    student, teacher = save_pair(tmp_path)
+    _as_bf16_checkpoints((student,))
+    options = {**TINY, "precision": "bf16-mixed", "eval_pass_k": True}
+    t = trainer(tmp_path, student, teacher, **options, steps=1)
+    metrics = t.evaluate(0)
+    assert metrics.eval_pass_hat_1 is not None
+    assert {p.dtype for p in t.models.student.parameters()} == {torch.float32}

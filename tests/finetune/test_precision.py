@@ -113,6 +113,7 @@ def test_mixed_full_finetune_saves_the_base_checkpoints_dtype(tmp_path):
     assert result.last_loss == result.last_loss
     saved = json.loads((result.model_dir / "config.json").read_text())
     assert (saved.get("dtype") or saved.get("torch_dtype")) == "bfloat16"
+    assert _saved_dtypes(result.model_dir) == {"BF16"}
     tuned = AutoModelForCausalLM.from_pretrained(result.model_dir, dtype=torch.float32)
     original = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
     # every matrix moved; the norms' 1.0 sits where bf16's step is 2**-7, so two steps at 1e-5
@@ -161,3 +162,31 @@ def test_lora_mixed_keeps_an_fp32_base_exact_in_the_merged_model(tmp_path):
     untouched = [n for n in original if "proj" not in n]
     assert untouched and all(torch.equal(tuned[n], original[n]) for n in untouched)
     assert any(not torch.equal(tuned[n], original[n]) for n in original if "proj" in n)
+
+
+def _saved_dtypes(model_dir) -> set[str]:
+    """The dtypes of the tensors in a saved model's safetensors files (from their headers)."""
+    import struct
+
+    dtypes = set()
+    for path in model_dir.glob("*.safetensors"):
+        with path.open("rb") as f:
+            (size,) = struct.unpack("<Q", f.read(8))
+            header = json.loads(f.read(size))
+        dtypes |= {v["dtype"] for k, v in header.items() if k != "__metadata__"}
+    return dtypes
+
+
+def test_saving_in_another_dtype_leaves_the_training_weights_alone(tmp_path, tokenizers):
+    """OPD saves the student for every evaluation and trains on: the save must not cast the
+    fp32 master weights it holds."""
+    from trajforge.finetune.modeling import save_final
+
+    model = tiny_model(len(tokenizers["qwen2.5"]), seed=1)
+    before = [p.detach().clone() for p in model.parameters()]
+    target = save_final(model, tokenizers["qwen2.5"], tmp_path, "qwen2.5", torch.bfloat16)
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    assert all(torch.equal(p, b) for p, b in zip(model.parameters(), before, strict=True))
+    assert _saved_dtypes(target) == {"BF16"}
+    saved = json.loads((target / "config.json").read_text())
+    assert (saved.get("dtype") or saved.get("torch_dtype")) == "bfloat16"
