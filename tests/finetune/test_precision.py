@@ -190,3 +190,19 @@ def test_saving_in_another_dtype_leaves_the_training_weights_alone(tmp_path, tok
     assert _saved_dtypes(target) == {"BF16"}
     saved = json.loads((target / "config.json").read_text())
     assert (saved.get("dtype") or saved.get("torch_dtype")) == "bfloat16"
+
+
+@pytest.mark.parametrize("command", ["sft", "opd"])
+def test_every_finetune_flag_names_a_config_field(command):
+    """A flag that names no field would be dropped or rejected at run time (`--precision`
+    included, for both commands)."""
+    from trajforge.finetune import cli
+    from trajforge.finetune.config import SFTConfig
+    from trajforge.finetune.opd.config import OPDConfig
+
+    flags, config = (
+        (cli._SFT_FLAGS, SFTConfig) if command == "sft" else (cli._OPD_FLAGS, OPDConfig)
+    )
+    names = {flag.removeprefix("--").replace("-", "_") for flag, _, _ in flags}
+    assert "precision" in names
+    assert names <= set(config.model_fields)
