@@ -200,9 +200,7 @@ def test_every_finetune_flag_names_a_config_field(command):
     from trajforge.finetune.config import SFTConfig
     from trajforge.finetune.opd.config import OPDConfig
 
-    flags, config = (
-        (cli._SFT_FLAGS, SFTConfig) if command == "sft" else (cli._OPD_FLAGS, OPDConfig)
-    )
+    flags, config = (cli._SFT_FLAGS, SFTConfig) if command == "sft" else (cli._OPD_FLAGS, OPDConfig)
     names = {flag.removeprefix("--").replace("-", "_") for flag, _, _ in flags}
     assert "precision" in names
     assert names <= set(config.model_fields)
