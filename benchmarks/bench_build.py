@@ -149,10 +149,11 @@ def build_command(
     args = ["build", "--config", str(config), "--output", str(run_dir), "--no-progress"]
     args += list(beam_args)
     # the console script where the package is installed, else the module (a source tree)
-    trajforge = [str(script)] if script.exists() else ["-m", "trajforge.pipelines.cli"]
-    if profile_to is not None:
-        return [sys.executable, "-m", "cProfile", "-o", str(profile_to), *trajforge, *args]
-    return [*trajforge, *args] if script.exists() else [sys.executable, *trajforge, *args]
+    target = [str(script)] if script.exists() else ["-m", "trajforge.pipelines.cli"]
+    profiler = ["-m", "cProfile", "-o", str(profile_to)] if profile_to is not None else []
+    if not profiler and script.exists():
+        return [str(script), *args]
+    return [sys.executable, *profiler, *target, *args]
 
 
 def longest_chain(spec: BuildSpec, trajectories: list[dict], max_retries: int = 1) -> int:

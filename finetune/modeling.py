@@ -34,15 +34,11 @@ class Precision:
     load_dtype: Any
     autocast_dtype: Any | None
 
-    def autocast(self, device: str) -> Any:
-        """The forward's context: bf16 autocast on `device`, or nothing."""
-        import contextlib
-
-        import torch
-
-        if self.autocast_dtype is None:
-            return contextlib.nullcontext()
-        return torch.autocast(device_type=device, dtype=self.autocast_dtype)
+    def save_dtype(self, model_dir: str | Path) -> Any | None:
+        """The dtype to save a trained model in: after mixed precision the checkpoint's own
+        (`declared_dtype` of the directory it was loaded from), not the fp32 masters; else
+        None, as trained."""
+        return declared_dtype(model_dir) if self.autocast_dtype is not None else None
 
 
 def inference_dtype(precision: Precision) -> Any:
@@ -52,12 +48,15 @@ def inference_dtype(precision: Precision) -> Any:
 
 
 def autocast_for(precision: Precision | None, tensor: Any) -> Any:
-    """The precision's autocast on the device `tensor` lives on; nothing without a precision."""
+    """The precision's bf16 autocast on the device `tensor` lives on; nothing without a
+    precision or when it has no autocast."""
     import contextlib
 
-    if precision is None:
+    import torch
+
+    if precision is None or precision.autocast_dtype is None:
         return contextlib.nullcontext()
-    return precision.autocast(tensor.device.type)
+    return torch.autocast(device_type=tensor.device.type, dtype=precision.autocast_dtype)
 
 
 def resolve_precision(

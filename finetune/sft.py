@@ -32,7 +32,7 @@ from trajforge.finetune.config import SFTConfig
 from trajforge.finetune.data import load_conversations, split_files
 from trajforge.finetune.families import get_family
 from trajforge.finetune.loss import accumulate_step, mean_loss
-from trajforge.finetune.modeling import declared_dtype, load_for_training, pick_device, save_final
+from trajforge.finetune.modeling import load_for_training, pick_device, save_final
 from trajforge.finetune.render import TemplateError, TokenizedSample, render_and_mask
 from trajforge.finetune.tiny import saved_family
 from trajforge.schemas import derive_seed
@@ -244,8 +244,7 @@ def run_sft(cfg: SFTConfig) -> SFTResult:
     eval_loss = evaluate(steps)
     save_checkpoint(output, steps, model, optimizer, scheduler)
     elapsed = time.perf_counter() - started
-    save_dtype = declared_dtype(cfg.model) if precision.autocast_dtype is not None else None
-    model_dir = save_final(model, tokenizer, output, family, save_dtype)
+    model_dir = save_final(model, tokenizer, output, family, precision.save_dtype(cfg.model))
     return SFTResult(
         output=output,
         model_dir=model_dir,

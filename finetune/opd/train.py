@@ -26,7 +26,6 @@ from trajforge.finetune.checkpoint import latest_checkpoint, load_checkpoint, sa
 from trajforge.finetune.families import get_family
 from trajforge.finetune.modeling import (
     Precision,
-    declared_dtype,
     inference_dtype,
     pick_device,
     resolve_precision,
@@ -247,7 +246,7 @@ class OPDTrainer:
             self.models.tokenizer,
             self.output / "eval" / f"step-{step}",
             self.family.name,
-            self.save_dtype(),
+            self.models.precision.save_dtype(self.cfg.student),
         )
         cfg = EvalConfig(
             domain=self.domain.name,
@@ -261,12 +260,6 @@ class OPDTrainer:
         )
         report = evaluate(cfg, parse_agent(str(path)), self.heldout, self.domain)
         return report.overall.pass_hat.get(1, 0.0)
-
-    def save_dtype(self) -> Any | None:
-        """After mixed precision, the student checkpoint's own dtype (not the fp32 masters)."""
-        if self.models.precision.autocast_dtype is None:
-            return None
-        return declared_dtype(self.cfg.student)
 
     def write(self, metrics: OPDMetrics) -> None:
         with (self.output / METRICS_FILE).open("a") as f:
@@ -295,7 +288,7 @@ class OPDTrainer:
             self.models.tokenizer,
             self.output,
             self.family.name,
-            self.save_dtype(),
+            self.models.precision.save_dtype(self.cfg.student),
         )
         return OPDResult(
             self.output,
