@@ -161,7 +161,7 @@ class OpenAIBackend:
                 # registered after the shared loop started, so it runs before that loop is
                 # stopped at exit (atexit is last-in first-out; the finalizer's own exit hook
                 # may have been registered before the loop, and would then run after it)
-                atexit.register(_close_at_exit, weakref.ref(self._client), loop)
+                atexit.register(_close_at_exit, weakref.ref(self._client), weakref.ref(loop))
             else:
                 self._client = self._sdk_client()
             self._client_loop = loop
@@ -339,10 +339,11 @@ class OpenAIBackend:
         )
 
 
-def _close_at_exit(session_ref: weakref.ref, loop: asyncio.AbstractEventLoop) -> None:
-    """Exit hook: close the session if it is still alive (its backend never collected)."""
-    session = session_ref()
-    if session is not None:
+def _close_at_exit(session_ref: weakref.ref, loop_ref: weakref.ref) -> None:
+    """Exit hook: close the session if it and its loop are still alive (its backend never
+    collected). Weak references, so the hooks of many short-lived clients keep nothing alive."""
+    session, loop = session_ref(), loop_ref()
+    if session is not None and loop is not None:
         _close_on_its_loop(session, loop)
 
 
