@@ -31,6 +31,7 @@ from trajforge.pipelines.preflight import LOCAL_RUNNERS
 from trajforge.pipelines.processes import ProcessPlan, plan_processes
 from trajforge.pipelines.report import write_report
 from trajforge.pipelines.resources import StageResources, per_process
+from trajforge.pipelines.sdk_worker import FastExitFnApiRunner
 from trajforge.pipelines.transforms.attempts import (
     DIFFICULTY,
     ExpandAttempts,
@@ -321,7 +322,10 @@ def run_build(
     options = PipelineOptions(list(plan.beam_args))
     runner = options.get_all_options().get("runner") or "FnApiRunner"
     io.write_text(io.join(run_dir, "config.json"), canonical_json(config.model_dump(mode="json")))
-    p = beam.Pipeline(options=options)
+    # Beam's FnApiRunner, whose worker processes (if any) skip the interpreter's teardown
+    p = beam.Pipeline(
+        runner=FastExitFnApiRunner() if runner == "FnApiRunner" else None, options=options
+    )
     rebalance = runner not in LOCAL_RUNNERS
     build_pipeline(p, config, run_dir, rebalance, processes=plan.processes)
     if owns_process:  # modules and the graph live to the end: out of every full collection

@@ -1,0 +1,97 @@
+"""Local worker processes that end without the interpreter's teardown (issue 14).
+
+A multi-process local build (`runner.local_processes`) runs Beam's SDK harness in N
+subprocesses. At the end of the pipeline Beam's `FnApiRunner` closes them one after the
+other, waiting for each to exit, and each spent ~0.4-0.6 s of CPU after its last bundle
+tearing down ~1,900 modules and collecting a heap of several hundred MB that the operating
+system frees anyway: ~1.2 s of wall time with two workers, added to every such build
+(benchmarks/README.md, "Eighth round").
+
+`sdk_worker_command` is Beam's own worker (`apache_beam.runners.worker.sdk_worker_main`, its
+`main` unchanged) behind `python -m trajforge.pipelines.sdk_worker`, which runs the exit
+handlers (`atexit`: temporary files, flushed logs, closed client sessions), flushes the
+standard streams and then leaves with `os._exit`, with the harness's own exit status: 0 when it
+returned, 1 (and the traceback) when it raised, a `SystemExit`'s code as given.
+`FastExitFnApiRunner` is Beam's `FnApiRunner` that starts that command instead of Beam's for
+`--direct_running_mode=multi_processing`; everything else about the runner is Beam's.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import os
+import sys
+import traceback
+
+from apache_beam.portability import python_urns
+from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+#: The command Beam's FnApiRunner starts for each worker under `multi_processing`
+#: (`fn_runner.FnApiRunner.run_pipeline`).
+BEAM_WORKER_MODULE = "apache_beam.runners.worker.sdk_worker_main"
+WORKER_MODULE = "trajforge.pipelines.sdk_worker"
+
+
+def sdk_worker_command(module: str) -> bytes:
+    """A worker command line as the runner's environment payload carries it."""
+    return f"{sys.executable} -m {module}".encode()
+
+
+class FastExitFnApiRunner(FnApiRunner):
+    """Beam's FnApiRunner whose subprocess workers run `WORKER_MODULE`."""
+
+    def run_via_runner_api(self, pipeline_proto, options):
+        use_fast_exit_workers(pipeline_proto)
+        return super().run_via_runner_api(pipeline_proto, options)
+
+
+def use_fast_exit_workers(pipeline_proto) -> int:
+    """Point every environment that runs Beam's subprocess worker at ours; how many did."""
+    beam_command, ours = sdk_worker_command(BEAM_WORKER_MODULE), sdk_worker_command(WORKER_MODULE)
+    changed = 0
+    for environment in pipeline_proto.components.environments.values():
+        if environment.urn == python_urns.SUBPROCESS_SDK and environment.payload == beam_command:
+            environment.payload = ours
+            changed += 1
+    return changed
+
+
+def exit_status(code: object) -> int:
+    """The status a `SystemExit(code)` gives the process, as the interpreter decides it."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def leave(status: int) -> None:
+    """Exit handlers, flushed logs and streams, then exit with `status` at once."""
+    atexit._run_exitfuncs()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # closed or broken: nothing to flush
+            stream.flush()
+    os._exit(status)
+
+
+def main() -> None:
+    from apache_beam.runners.worker import sdk_worker_main
+
+    try:
+        sdk_worker_main.main(sys.argv)
+    except SystemExit as stop:
+        status = exit_status(stop.code)
+    except BaseException:  # noqa: BLE001 - reported as the interpreter would, then status 1
+        traceback.print_exc()
+        status = 1
+    else:
+        status = 0
+    leave(status)
+
+
+if __name__ == "__main__":
+    main()

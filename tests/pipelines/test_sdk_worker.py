@@ -1,0 +1,90 @@
+"""Local worker processes run trajforge's SDK worker command, which ends without the
+interpreter's teardown yet keeps the harness's exit status and runs the exit handlers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import apache_beam as beam
+import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.testing.util import assert_that, equal_to
+
+from trajforge.pipelines.sdk_worker import (
+    BEAM_WORKER_MODULE,
+    WORKER_MODULE,
+    FastExitFnApiRunner,
+    exit_status,
+    sdk_worker_command,
+    use_fast_exit_workers,
+)
+
+
+def test_multi_process_workers_run_trajforge_worker_module():
+    options = PipelineOptions(["--direct_running_mode=multi_processing", "--direct_num_workers=2"])
+    with beam.Pipeline(runner=FastExitFnApiRunner(), options=options) as p:
+        # a lambda travels by value (this test module is not importable in a worker): the
+        # module the worker process was started with
+        entry = lambda _: sys.modules["__main__"].__spec__.name  # noqa: E731
+        entries = p | beam.Create([1, 2, 3, 4]) | beam.Map(entry) | beam.Distinct()
+        assert_that(entries, equal_to([WORKER_MODULE]))
+
+
+def test_in_memory_runs_are_left_as_they_are():
+    with beam.Pipeline(runner=FastExitFnApiRunner()) as p:
+        out = p | beam.Create([1, 2]) | beam.Map(lambda x: x * 10)
+        assert_that(out, equal_to([10, 20]))
+
+
+def test_only_beams_subprocess_worker_is_replaced():
+    from apache_beam.portability import python_urns
+    from apache_beam.portability.api import beam_runner_api_pb2
+
+    proto = beam_runner_api_pb2.Pipeline()
+    envs = proto.components.environments
+    envs["beam"].urn = python_urns.SUBPROCESS_SDK
+    envs["beam"].payload = sdk_worker_command(BEAM_WORKER_MODULE)
+    envs["custom"].urn = python_urns.SUBPROCESS_SDK
+    envs["custom"].payload = b"/opt/python -m my.worker"
+    envs["embedded"].urn = python_urns.EMBEDDED_PYTHON
+    assert use_fast_exit_workers(proto) == 1
+    assert envs["beam"].payload == sdk_worker_command(WORKER_MODULE)
+    assert envs["custom"].payload == b"/opt/python -m my.worker"
+
+
+@pytest.mark.parametrize(("code", "status"), [(None, 0), (0, 0), (3, 3), ("bad config", 1)])
+def test_exit_status_is_the_interpreters(code, status):
+    assert exit_status(code) == status
+
+
+def run_worker_module(code: str) -> subprocess.CompletedProcess:
+    """`leave` run in a child as the worker runs it, after `code`."""
+    script = f"from trajforge.pipelines.sdk_worker import leave\n{code}"
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+
+
+def test_leave_runs_exit_handlers_flushes_and_keeps_the_status():
+    done = run_worker_module(
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('handler ran'))\n"
+        "sys.stdout.write('buffered')\n"
+        "leave(7)\n"
+    )
+    assert done.returncode == 7
+    assert done.stdout == "bufferedhandler ran\n"
+
+
+def test_a_harness_that_fails_to_start_exits_non_zero():
+    """No control endpoint in the environment: Beam's harness raises; the status says so."""
+    env = {k: v for k, v in os.environ.items() if "API_SERVICE_DESCRIPTOR" not in k}
+    done = subprocess.run(
+        [sys.executable, "-m", WORKER_MODULE],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert "Traceback" in done.stderr
