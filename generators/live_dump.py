@@ -42,6 +42,7 @@ class LiveDump:
         hold: bool = True,
         journal: bool = False,
         start: CowCopy | None = None,
+        observe: bool = True,
     ) -> None:
         self.dumped: dict[str, Any] | None = None
         #: False: a write with nothing held dumps only the entries it touches and no whole
@@ -58,13 +59,22 @@ class LiveDump:
         self.initial_hash = initial_hash
         #: The handout the live state is, when it is one (None: a state of its own).
         self.cow = start
+        #: False: successful calls' observations are not rendered (`Toolbox.execute`); for a
+        #: run whose callers read only errors, states and hashes (plan search, replays).
+        self.observe = observe
 
     def execute(self, toolbox: Toolbox, state: BaseModel, call: ToolCall) -> ToolExecution:
         """`toolbox.execute` with the held dump; holds the write's `state_after`."""
         if self.dumped is None and not self.wrote and self.cow is not None:
             self._adopt_template()
         execution = toolbox.execute(
-            state, call, self.dumped, incremental=self.SHARE, hold=self.hold, cow=self.cow
+            state,
+            call,
+            self.dumped,
+            incremental=self.SHARE,
+            hold=self.hold,
+            cow=self.cow,
+            observe=self.observe,
         )
         if execution.state_after is not None and self.SHARE:
             self.dumped = execution.state_after

@@ -123,7 +123,8 @@ def run_replay(
     error, exactly as the outcome check replays a trajectory. `start`: `state` is that
     template's handout, whose dump and hash (computed once per template) are the first
     version's."""
-    live = LiveDump(start=start)  # one dump per state version, shared by writes and hashes
+    # one dump per state version, shared by writes and hashes; only errors are read
+    live = LiveDump(start=start, observe=False)
     hashes: list[str] = []
     if prefixes:
         if LiveDump.SHARE and start is None:  # the first write's "before", the first hash

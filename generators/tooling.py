@@ -185,6 +185,11 @@ def _render_result(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
+def _not_rendered(value: Any) -> str:
+    """The observation of a successful call nobody reads (`Toolbox.execute(observe=False)`)."""
+    return ""
+
+
 def _format_validation_error(name: str, err: ValidationError) -> str:
     parts = []
     for e in err.errors():
@@ -228,6 +233,7 @@ class Toolbox:
         incremental: bool = True,
         hold: bool = True,
         cow: CowCopy | None = None,
+        observe: bool = True,
     ) -> ToolExecution:
         """Run one call against `state` (mutated in place on success); never raises.
 
@@ -241,7 +247,12 @@ class Toolbox:
         and hands no whole dump on (a caller that never hashes: the plan search).
         `cow`: `state` is that template's handout; a write first makes the entries it
         touches the copy's own (all of them when its tool declares none, or the declaration
-        fails on these arguments), so the tool never mutates an entry the template shares."""
+        fails on these arguments), so the tool never mutates an entry the template shares.
+        `observe=False`: a successful call's observation is left empty instead of rendered
+        (a caller that reads only errors, states and hashes: the plan search and replays,
+        where rendering results as JSON text was ~3% of a build's CPU); errors are always
+        rendered."""
+        render = _render_result if observe else _not_rendered
         spec = self._by_name.get(call.name)
         if spec is None:
             known = ", ".join(sorted(self._functions))
@@ -268,15 +279,15 @@ class Toolbox:
                 result = self._functions[call.name](state, **dict(args))
             except Exception as err:  # noqa: BLE001 - model-chosen arguments never crash a run
                 return ToolExecution(_error_observation(err), "tool_error", (), False)
-            return ToolExecution(_render_result(result), None, (), False)
+            return ToolExecution(render(result), None, (), False)
         paths = self._touched(state, call.name, dict(args)) if incremental else None
         if cow is not None:
             cow.privatise(state, paths)
         if dumped is None and not hold and paths is not None:
             before = outline(state, paths)
             if before is not None:
-                return self._write_outlined(state, call, dict(args), before, paths)
-        return self._write(state, call, dict(args), dumped, paths)
+                return self._write_outlined(state, call, dict(args), before, paths, render)
+        return self._write(state, call, dict(args), dumped, paths, render)
 
     def _write(
         self,
@@ -285,6 +296,7 @@ class Toolbox:
         args: dict[str, Any],
         dumped: dict[str, Any] | None,
         paths: list[DumpPath] | None,
+        render: Callable[[Any], str] = _render_result,
     ) -> ToolExecution:
         """A write diffed between whole dumps: `dumped` (the held one) or a fresh dump before,
         and after it the held dump patched at `paths` (or, without them, a fresh dump)."""
@@ -301,7 +313,7 @@ class Toolbox:
         else:
             diff = touched_diff(before, after, paths)  # type: ignore[arg-type]
         undo = functools.partial(restore_whole, dumped=before)
-        return ToolExecution(_render_result(result), None, diff, True, after, undo)
+        return ToolExecution(render(result), None, diff, True, after, undo)
 
     def _write_outlined(
         self,
@@ -310,6 +322,7 @@ class Toolbox:
         args: dict[str, Any],
         before: dict[str, Any],
         paths: list[DumpPath],
+        render: Callable[[Any], str] = _render_result,
     ) -> ToolExecution:
         """A write with no held dump and none wanted (the plan search): only the touched
         entries are dumped, before and after (`outline`), for the diff and for the undo of a
@@ -324,7 +337,7 @@ class Toolbox:
         # and after; None only if the call retyped a declared field (no diff to give)
         diff = touched_diff(before, after, paths) if after is not None else ()
         undo = functools.partial(restore_outline, before=before)
-        return ToolExecution(_render_result(result), None, diff, True, None, undo)
+        return ToolExecution(render(result), None, diff, True, None, undo)
 
     def _touched(self, state: BaseModel, name: str, args: dict[str, Any]) -> list[DumpPath] | None:
         """The entries a call of `name` may mutate, or None (dump the whole state) when its

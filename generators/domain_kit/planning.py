@@ -92,7 +92,7 @@ def plan_actor(
     opening = space.opening(state, actor, rng)
     if undoable:
         # never hashed: each write dumps only the entries it touches, and is undone at the end
-        live = LiveDump(hold=False, journal=True)
+        live = LiveDump(hold=False, journal=True, observe=False)
         try:
             return _grow(space, toolbox, state, actor, types, complexity, rng, first, opening, live)
         finally:
@@ -100,7 +100,7 @@ def plan_actor(
     work = fresh() if fresh is not None else state
     if work is state:  # no factory, or one breaking the fresh-object contract: copy
         work = copy_state(state)
-    live = LiveDump(hold=False)
+    live = LiveDump(hold=False, observe=False)
     return _grow(space, toolbox, work, actor, types, complexity, rng, first, opening, live)
 
 

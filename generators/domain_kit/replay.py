@@ -75,7 +75,7 @@ def run_actions(
     `live`: the state's held dump, shared by every call on the same state (the plan search
     runs several sub-goals on one working copy), so a write's "before" is the previous
     write's "after" instead of a fresh dump of the whole world."""
-    live = live if live is not None else LiveDump()
+    live = live if live is not None else LiveDump(observe=False)
     for i, action in enumerate(actions):
         call = ToolCall(id=f"gold_{i}", name=action.name, arguments=action.arguments)
         if live.execute(toolbox, state, call).error is not None:
@@ -88,5 +88,5 @@ def gold_final_hash(
 ) -> str | None:
     """Hash after replaying the gold plan on a copy of `initial` (None if any action fails)."""
     state = copy_state(initial)
-    live = LiveDump()
+    live = LiveDump(observe=False)
     return live.state_hash(state) if run_actions(toolbox, state, actions, live) else None
