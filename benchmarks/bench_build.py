@@ -169,6 +169,19 @@ def longest_chain(spec: BuildSpec, trajectories: list[dict], max_retries: int = 
 TOP_LEVEL = ("schemas", "generators", "verifiers", "pipelines", "finetune")
 
 
+def compile_bytecode(root: Path) -> None:
+    """Compile a tree's modules ahead, as pip does for an installed wheel (and `make install`
+    for the editable one). Where PYTHONDONTWRITEBYTECODE is set (as on these machines), an
+    uncompiled tree makes every build process compile every trajforge module again, ~0.7 s of
+    CPU each; compiling both trees keeps a comparison about the code. Incremental: only
+    changed sources are compiled again."""
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", *(str(root / top) for top in TOP_LEVEL)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+
+
 def checkout(ref: str) -> Path:
     """A directory to put first on PYTHONPATH so `trajforge.*` imports commit `ref` (extracted
     with git archive; the venv's editable install finds the working tree only after it)."""
@@ -183,6 +196,7 @@ def checkout(ref: str) -> Path:
         shim.mkdir(parents=True)
         for top in TOP_LEVEL:
             (shim / top).symlink_to(root / "src" / top)
+    compile_bytecode(root / "src")
     return shim.parent
 
 
@@ -191,6 +205,7 @@ def alternate(script: str, argv: list[str], ref: str, repeats: int) -> dict[str,
     (so both see the same load); each run's stdout (stripped) per tree label, echoed as it
     comes. The one-process benchmarks (`bench_synthesis.py`, `bench_blueprint_cpu.py`) compare
     trees this way."""
+    compile_bytecode(HERE.parent)
     trees = {"this tree": None, ref: checkout(ref)}
     runs: dict[str, list[str]] = {label: [] for label in trees}
     for _ in range(repeats):
@@ -397,6 +412,7 @@ def main() -> None:
         "--compare", default=None, help="git ref: run each build on it too, alternating"
     )
     args = parser.parse_args()
+    compile_bytecode(HERE.parent)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     work = RESULTS / f"build-{args.label}-{stamp}"
     report: dict[str, object] = {

@@ -12,8 +12,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 from bench_build import (  # noqa: E402
+    TOP_LEVEL,
     BuildSpec,
     build_command,
+    compile_bytecode,
     longest_chain,
     marginal_cpu,
     spec_fields,
@@ -128,3 +130,12 @@ def test_spec_fields_are_json_ready_and_the_build_runs_without_a_console_script(
         assert command[:3] == [sys.executable, "-m", "trajforge.pipelines.cli"]
     profiled = build_command(tmp_path / "c.yaml", tmp_path / "run", tmp_path / "p.prof")
     assert profiled[:4] == [sys.executable, "-m", "cProfile", "-o"]
+
+
+def test_compile_bytecode_compiles_every_package_folder_of_a_tree(tmp_path):
+    for top in TOP_LEVEL:
+        (tmp_path / top).mkdir()
+        (tmp_path / top / "mod.py").write_text("X = 1\n")
+    compile_bytecode(tmp_path)
+    for top in TOP_LEVEL:
+        assert list((tmp_path / top / "__pycache__").glob("mod.*.pyc")), top
