@@ -95,11 +95,23 @@ def load_for_training(cfg: SFTConfig, device: str) -> tuple[Any, Any, Precision]
         cfg.gradient_checkpointing == "auto" and device == "cuda"
     )
     if checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        enable_checkpointing(model)
         model.config.use_cache = False
     if cfg.method == "lora":
         model = with_lora(model, cfg, checkpointing)
     return model, tokenizer, precision
+
+
+def enable_checkpointing(model: Any) -> None:
+    """Activation (gradient) checkpointing, non-reentrant: `activation_checkpointing_enable`
+    where transformers has it (5.25 deprecates the old name, v6 removes it), else
+    `gradient_checkpointing_enable` (the versions before)."""
+    kwargs = {"use_reentrant": False}
+    enable = getattr(model, "activation_checkpointing_enable", None)
+    if enable is not None:
+        enable(activation_checkpointing_kwargs=kwargs)
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
 
 
 def with_lora(model: Any, cfg: SFTConfig, checkpointing: bool) -> Any:

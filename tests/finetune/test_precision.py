@@ -15,7 +15,12 @@ from trajforge.finetune.batching import packed_batch
 from trajforge.finetune.config import SFTConfig
 from trajforge.finetune.families import get_family
 from trajforge.finetune.loss import accumulate_step, token_loss_sum
-from trajforge.finetune.modeling import declared_dtype, resolve_precision, with_lora
+from trajforge.finetune.modeling import (
+    declared_dtype,
+    enable_checkpointing,
+    resolve_precision,
+    with_lora,
+)
 from trajforge.finetune.render import render_and_mask
 from trajforge.finetune.sft import run_sft
 from trajforge.finetune.tiny import save_tiny, tiny_model
@@ -204,3 +209,15 @@ def test_every_finetune_flag_names_a_config_field(command):
     names = {flag.removeprefix("--").replace("-", "_") for flag, _, _ in flags}
     assert "precision" in names
     assert names <= set(config.model_fields)
+
+
+def test_checkpointing_is_enabled_without_a_deprecated_call(tokenizers):
+    """The non-deprecated name where transformers has it: no FutureWarning, checkpointing on."""
+    import warnings
+
+    model = tiny_model(len(tokenizers["qwen2.5"]), seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        enable_checkpointing(model)
+        on = getattr(model, "is_activation_checkpointing", None)  # transformers >= 5.25
+        assert on if on is not None else model.is_gradient_checkpointing
