@@ -296,7 +296,7 @@ class Toolbox:
         args: dict[str, Any],
         dumped: dict[str, Any] | None,
         paths: list[DumpPath] | None,
-        render: Callable[[Any], str] = _render_result,
+        render: Callable[[Any], str],
     ) -> ToolExecution:
         """A write diffed between whole dumps: `dumped` (the held one) or a fresh dump before,
         and after it the held dump patched at `paths` (or, without them, a fresh dump)."""
@@ -322,7 +322,7 @@ class Toolbox:
         args: dict[str, Any],
         before: dict[str, Any],
         paths: list[DumpPath],
-        render: Callable[[Any], str] = _render_result,
+        render: Callable[[Any], str],
     ) -> ToolExecution:
         """A write with no held dump and none wanted (the plan search): only the touched
         entries are dumped, before and after (`outline`), for the diff and for the undo of a

@@ -7,11 +7,12 @@ tearing down ~1,900 modules and collecting a heap of several hundred MB that the
 system frees anyway: ~1.2 s of wall time with two workers, added to every such build
 (benchmarks/README.md, "Eighth round").
 
-`sdk_worker_command` is Beam's own worker (`apache_beam.runners.worker.sdk_worker_main`, its
-`main` unchanged) behind `python -m trajforge.pipelines.sdk_worker`, which runs the exit
-handlers (`atexit`: temporary files, flushed logs, closed client sessions), flushes the
-standard streams and then leaves with `os._exit`, with the harness's own exit status: 0 when it
-returned, 1 (and the traceback) when it raised, a `SystemExit`'s code as given.
+`python -m trajforge.pipelines.sdk_worker` runs Beam's own worker
+(`apache_beam.runners.worker.sdk_worker_main`, its `main` unchanged), then the exit handlers
+(`atexit`: temporary files, logging's shutdown, closed client sessions), flushes the standard
+streams and leaves with `os._exit`, with the harness's own exit status: 0 when it returned,
+1 (and the traceback) when it raised, a `SystemExit`'s code as given. Non-daemon threads are
+not joined: when the harness returns it has finished its bundles and torn down its DoFns.
 `FastExitFnApiRunner` is Beam's `FnApiRunner` that starts that command instead of Beam's for
 `--direct_running_mode=multi_processing`; everything else about the runner is Beam's.
 """
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import logging
 import os
 import sys
 import traceback
@@ -69,9 +69,9 @@ def exit_status(code: object) -> int:
 
 
 def leave(status: int) -> None:
-    """Exit handlers, flushed logs and streams, then exit with `status` at once."""
+    """Exit handlers (logging's shutdown among them), flushed streams, then exit with
+    `status` at once."""
     atexit._run_exitfuncs()
-    logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # closed or broken: nothing to flush
             stream.flush()
