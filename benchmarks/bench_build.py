@@ -172,8 +172,8 @@ TOP_LEVEL = ("schemas", "generators", "verifiers", "pipelines", "finetune")
 def compile_bytecode(root: Path) -> None:
     """Compile a tree's modules ahead, as pip does for an installed wheel (and `make install`
     for the editable one). Where PYTHONDONTWRITEBYTECODE is set (as on these machines), an
-    uncompiled tree makes every build process compile every trajforge module again, ~0.7 s of
-    CPU each; compiling both trees keeps a comparison about the code. Incremental: only
+    uncompiled tree makes every build process compile every trajforge module again
+    (`bench_phases.py --imports`); compiling both trees keeps a comparison about the code. Incremental: only
     changed sources are compiled again."""
     subprocess.run(
         [sys.executable, "-m", "compileall", "-q", *(str(root / top) for top in TOP_LEVEL)],

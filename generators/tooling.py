@@ -250,8 +250,7 @@ class Toolbox:
         fails on these arguments), so the tool never mutates an entry the template shares.
         `observe=False`: a successful call's observation is left empty instead of rendered
         (a caller that reads only errors, states and hashes: the plan search and replays,
-        where rendering results as JSON text was ~3% of a build's CPU); errors are always
-        rendered."""
+        which rendered every result as JSON text for nothing); errors are always rendered."""
         render = _render_result if observe else _not_rendered
         spec = self._by_name.get(call.name)
         if spec is None:

@@ -2,10 +2,10 @@
 
 A multi-process local build (`runner.local_processes`) runs Beam's SDK harness in N
 subprocesses. At the end of the pipeline Beam's `FnApiRunner` closes them one after the
-other, waiting for each to exit, and each spent ~0.4-0.6 s of CPU after its last bundle
-tearing down ~1,900 modules and collecting a heap of several hundred MB that the operating
-system frees anyway: ~1.2 s of wall time with two workers, added to every such build
-(benchmarks/README.md, "Eighth round").
+other, waiting for each to exit, and each tore down its interpreter (modules, heap) after its
+last bundle, memory the operating system frees anyway: 1.7-2.1 s of wall time with two
+workers at 1,600 tasks, 0.11-0.12 s without (`benchmarks/bench_phases.py`; benchmarks/README.md,
+"Eighth round").
 
 `python -m trajforge.pipelines.sdk_worker` runs Beam's own worker
 (`apache_beam.runners.worker.sdk_worker_main`, its `main` unchanged), then the exit handlers
