@@ -87,6 +87,10 @@ class SplitConfig(_Config):
     group_by: tuple[Literal["template", "persona"], ...] = ("template",)
     shared_entities: tuple[str, ...] = ()  # gold-action argument names, e.g. [user_id]
     near_dup_threshold: float | None = Field(default=0.7, gt=0, le=1)
+    # Templates held out whole for evaluation (fnmatch patterns on template ids, as in the
+    # report's `template_id`: `toy/deposit/c1`, `retail/cancel_order*`): every cluster holding
+    # one is golden, whatever the fractions say (the other clusters are split by them).
+    golden_templates: tuple[str, ...] = ()
 
     @model_validator(mode="before")
     @classmethod
@@ -94,6 +98,15 @@ class SplitConfig(_Config):
         if isinstance(data, dict) and "test" in data:
             raise ValueError("`test` was renamed `golden` (the frozen evaluation split); rename it")
         return data
+
+    @model_validator(mode="after")
+    def _held_out_templates_are_keys(self) -> SplitConfig:
+        if self.golden_templates and "template" not in self.group_by:
+            raise ValueError(
+                "golden_templates holds templates out whole, which needs template clusters: "
+                "add `template` to output.splits.group_by"
+            )
+        return self
 
     @model_validator(mode="after")
     def _sums_to_one(self) -> SplitConfig:
