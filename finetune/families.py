@@ -139,12 +139,12 @@ def resolve_family(
     """
     where = f" of {model_dir}" if model_dir is not None else ""
     if requested is not None:
-        family = get_family(requested)
+        family = _named(requested, "--family")
         _require_fit(tokenizer, family, f"--family {requested} does not fit the tokenizer{where}")
         return family
     saved = saved_family(model_dir) if model_dir is not None else None
     if saved is not None:
-        family = get_family(saved)
+        family = _named(saved, f"the {FAMILY_FILE}{where}")
         how = f"the {FAMILY_FILE}{where} names {saved}, which does not fit its tokenizer"
         _require_fit(tokenizer, family, how)
         return family
@@ -186,6 +186,12 @@ def family_misfit(tokenizer: Any, family: TemplateFamily) -> str | None:
         if len(ids) != 1 or ids[0] == unknown:
             return f"{token!r} is {len(ids)} tokens there, not one"
     return None
+
+
+def _named(name: str, source: str) -> TemplateFamily:
+    if name not in FAMILIES:
+        raise FamilyError(f"{source} names an unknown family {name!r}; {_choices()}")
+    return FAMILIES[name]
 
 
 def _require_fit(tokenizer: Any, family: TemplateFamily, context: str) -> None:

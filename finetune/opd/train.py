@@ -143,7 +143,13 @@ def make_sampler(cfg: OPDConfig, models: Models, stop_ids: list[int]) -> TokenSa
     if cfg.sampler == "vllm":
         from trajforge.finetune.opd.vllm_sampler import VLLMSampler
 
-        return VLLMSampler(cfg.student, stop_ids, cfg.max_new_tokens, cfg.temperature)
+        return VLLMSampler(
+            cfg.student,
+            stop_ids,
+            cfg.max_new_tokens,
+            cfg.temperature,
+            vocab_size=models.vocab_size,
+        )
     return transformers_sampler(cfg, models, models.student, stop_ids)
 
 

@@ -33,6 +33,7 @@ class SamplingParams:
     logprobs: int | None = None
     skip_special_tokens: bool = True
     guided_decoding: Any = None
+    allowed_token_ids: list[int] | None = None
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,7 @@ class LLM:
     max_model_len: int | None = None
     tensor_parallel_size: int = 1
     calls: list[tuple[str, list[list[int]]]] = field(default_factory=list)
+    params: list[SamplingParams] = field(default_factory=list)
     prefix_cache_resets: int = 0
 
     def __post_init__(self) -> None:
@@ -142,10 +144,14 @@ class LLM:
     def _one(self, prompt_ids: list[int], params: SamplingParams) -> RequestOutput:
         from trajforge.finetune.opd.sampling import TransformersSampler
 
+        self.params.append(params)
         stop = list(params.stop_token_ids or [self.tokenizer.eos_token_id])
+        allowed = params.allowed_token_ids
+        if allowed is not None and allowed != list(range(len(allowed))):
+            raise NotImplementedError("fake vLLM: allowed_token_ids must be range(n)")
         sampler = TransformersSampler(
             self.runner_model.hf, stop if len(stop) == 1 else [], params.max_tokens,
-            params.temperature,
+            params.temperature, vocab_size=len(allowed) if allowed is not None else None,
         )  # fmt: skip
         drawn = sampler.sample(prompt_ids, params.seed or 0)
         tokens, logprobs = list(drawn.token_ids), list(drawn.logprobs)

@@ -119,3 +119,9 @@ def test_eval_of_a_model_directory_without_a_template_exits_2(tmp_path, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "no chat template" in err and KNOWN in err
+
+
+def test_an_unknown_saved_family_is_a_family_error(tmp_path, tokenizers):
+    (tmp_path / FAMILY_FILE).write_text('{"family": "mistral-v9"}')
+    with pytest.raises(FamilyError, match="unknown family 'mistral-v9'"):
+        resolve_family(tokenizers["qwen2.5"], model_dir=tmp_path)

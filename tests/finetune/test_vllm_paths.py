@@ -66,6 +66,8 @@ def test_log_p_old_is_the_students_own_forward_not_the_engines(tmp_path, fake_vl
     assert (engine[mask] - own[mask]).abs().max() > 1e-3  # the bf16 engine's are not those
     metrics = t.train_step(0)
     assert metrics.sampler_logprob_gap > 0
+    vocab = len(t.models.tokenizer)  # the engine never samples an embedding padding row
+    assert fake_vllm.engines[0].params[-1].allowed_token_ids == list(range(vocab))
 
 
 def test_the_guided_teacher_is_loaded_once(tmp_path, fake_vllm):
