@@ -39,7 +39,7 @@ class SFTConfig(_Config):
     data: str  # run directory (train split; validation split for eval loss when present)
     model: str  # local model directory (transformers format); never a hub id
     output: str
-    family: str | None = None  # chat-template family; None: the model dir's, else qwen2.5
+    family: str | None = None  # chat-template family; None: detected (families.resolve_family)
     method: Literal["lora", "full"] = "lora"
     lora: LoraSettings = LoraSettings()
     learning_rate: float = Field(default=2e-4, gt=0)

@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from trajforge.finetune import families
 from trajforge.finetune.batching import Batch, micro_batches, truncate
 from trajforge.finetune.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from trajforge.finetune.config import SFTConfig
@@ -34,7 +35,6 @@ from trajforge.finetune.families import get_family
 from trajforge.finetune.loss import accumulate_step, mean_loss
 from trajforge.finetune.modeling import load_for_training, pick_device, save_final
 from trajforge.finetune.render import TemplateError, TokenizedSample, render_and_mask
-from trajforge.finetune.tiny import saved_family
 from trajforge.schemas import derive_seed
 
 METRICS_FILE = "metrics.jsonl"
@@ -67,7 +67,12 @@ class SFTResult:
 
 
 def resolve_family(cfg: SFTConfig) -> str:
-    return cfg.family or saved_family(cfg.model) or "qwen2.5"
+    """The family to render with: `--family` if it fits the model's tokenizer, else detected
+    (`families.resolve_family`); never a silent default."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(cfg.model)
+    return families.resolve_family(tokenizer, cfg.family, cfg.model).name
 
 
 class DataStats(BaseModel):

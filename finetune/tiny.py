@@ -16,10 +16,10 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from trajforge.finetune.families import TemplateFamily, get_family
+from trajforge.finetune.families import FAMILY_FILE, TemplateFamily, get_family, saved_family
 
 PAD_TOKEN = "<|pad|>"
-FAMILY_FILE = "trajforge_family.json"
+__all__ = ["FAMILY_FILE", "save_tiny", "saved_family", "tiny_model", "train_tokenizer"]
 
 
 def train_tokenizer(texts: Iterable[str], family: TemplateFamily, vocab_size: int = 2000):
@@ -86,12 +86,6 @@ def save_tiny(
     tokenizer.save_pretrained(output)
     (output / FAMILY_FILE).write_text(json.dumps({"family": family.name}))
     return output
-
-
-def saved_family(model_dir: str | Path) -> str | None:
-    """The family a model directory was saved with, if it says."""
-    path = Path(model_dir) / FAMILY_FILE
-    return json.loads(path.read_text())["family"] if path.is_file() else None
 
 
 def _corpus(run_dir: str | None, family: TemplateFamily) -> list[str]:
