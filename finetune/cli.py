@@ -140,6 +140,31 @@ def cmd_sft(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_domain(run_dir: str | Path, split: str = "golden"):
+    """The domain of a run's held-out tasks, never `--domain` (which picks the domain of fresh
+    tasks): the name the tasks carry, resolved through the run's own config.json, where a
+    plug-in domain's import path lives (a directory without one: built-in domains only)."""
+    from trajforge.finetune.data import load_tasks
+    from trajforge.generators.run_domains import (
+        RUN_CONFIG_FILE,
+        RunDomains,
+        domain_names_from_config_json,
+    )
+
+    config_file = Path(run_dir) / RUN_CONFIG_FILE
+    names = domain_names_from_config_json(config_file.read_text()) if config_file.exists() else ()
+    used = sorted({t.domain for t in load_tasks(run_dir, split)})
+    if len(used) > 1:
+        raise FinetuneCommandError(
+            f"--tasks {run_dir}: the {split} split mixes domains ({', '.join(used)}); "
+            "eval takes one domain at a time"
+        )
+    if not used and not names:
+        raise FinetuneCommandError(f"--tasks {run_dir} has no {split} tasks to evaluate")
+    domains = RunDomains(names)
+    return domains.get(used[0]) if used else domains.only()
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from trajforge.finetune.agents import parse_agent
     from trajforge.finetune.config import FinetuneConfigError, load_model_config
@@ -169,7 +194,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         specs = [parse_agent(m) for m in args.model]
     except ValueError as err:
         raise FinetuneConfigError(str(err)) from None
-    domain = get_domain(cfg.domain)
+    domain = run_domain(cfg.tasks, cfg.split) if cfg.tasks is not None else get_domain(cfg.domain)
     tasks, skipped = held_out_tasks(cfg, domain)
     if any(cfg.k > 1 and s.kind != "oracle" and cfg.temperature == 0 for s in specs):
         print("note: k > 1 at temperature 0 repeats greedy decoding; pass --temperature for spread")
