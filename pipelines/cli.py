@@ -230,6 +230,9 @@ def summary_table(manifest: dict) -> str:
     plan = manifest.get("local_processes")
     if plan:  # absent from manifests of earlier builds
         lines.append(f"{'local processes (' + plan['source'] + ')':<44}{plan['processes']:>8}")
+    balance = manifest.get("splits", {}).get("balance") or {}
+    if balance.get("far"):  # absent from manifests of earlier builds
+        lines.append(f"note: {balance['note']}")
     return "\n".join(lines)
 
 
