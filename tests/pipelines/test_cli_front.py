@@ -1,6 +1,7 @@
 """The CLI's front door (issue 29): `--version`, help that says what the tool does without
 importing Beam, and every read-back command resolving a run's domains from the run itself
-(a plug-in domain's import path lives in the run's config.json; records carry its short name)."""
+(a plug-in domain's import path lives in the run's config.json; records carry its short name).
+docs/guides/domains.md shows the plug-in build and verify commands these tests run."""
 
 from __future__ import annotations
 
