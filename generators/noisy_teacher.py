@@ -16,7 +16,8 @@ Each fault class is drawn once per rollout, a Bernoulli draw at the class's rate
 
 - `skip_confirmation`: one write (chosen by seed) is made without the confirmation turn;
 - `act_after_refusal`: when the user declines a write, the write is made anyway (the clean
-  agent then closes without it); a user that never declines (the scripted one) never triggers it;
+  agent asks once more, and closes without the write on a second no); it needs a user who
+  declines: the scripted one does with `rollout.user_declines_first`, an LLM user may;
 - `other_users_record`: one read that names the user's own record by the domain's
   `owner_field` is followed by the same read on another user's record (an id from the world);
 - `invented_value`: the closing also states an amount no tool output or user turn showed;
@@ -138,6 +139,7 @@ class NoisyTeacher:
         )
         self._script = self._with_faults(_script(plan), domain)
         self._cursor = 0
+        self._asked_again: set[int] = set()  # writes whose prompt was repeated after a no
         self.injected_faults: list[InjectedFault] = []
 
     @property
@@ -214,10 +216,14 @@ class NoisyTeacher:
             return self._say(self._closing(messages, final=True))
         step = self._script[self._cursor]
         if isinstance(step, _Call) and step.write and _declined(messages):
-            if "act_after_refusal" not in self._drawn:
+            if "act_after_refusal" in self._drawn:
+                self._record("act_after_refusal", messages, f"{step.call.name} after a no")
+            elif self._cursor not in self._asked_again:  # ask once more, then respect a no
+                self._asked_again.add(self._cursor)
+                return self._say(f"No problem, take your time. {self._prompt_before(step)}")
+            else:
                 self._cursor = len(self._script)
                 return self._say(self._declined_closing())
-            self._record("act_after_refusal", messages, f"{step.call.name} after a no")
         self._cursor += 1
         if isinstance(step, _Call):
             if step.fault is not None:
@@ -226,6 +232,12 @@ class NoisyTeacher:
             return AgentTurn(Message(role="assistant", content=None, tool_calls=(call,)))
         text = self._closing(messages, final=False) if step.closing else step.text
         return self._say(text)
+
+    def _prompt_before(self, write: _Call) -> str:
+        """The confirmation prompt the script has right before `write`."""
+        index = self._script.index(write)
+        before = self._script[index - 1] if index else None
+        return before.text if isinstance(before, _Say) else ""
 
     @staticmethod
     def _say(text: str) -> AgentTurn:

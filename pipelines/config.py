@@ -51,6 +51,9 @@ class RolloutConfig(_Config):
     agent: Literal["llm", "oracle", "noisy"] = "llm"
     attempts: int = Field(default=1, ge=1, le=64)
     noise: NoiseConfig = NoiseConfig()
+    # Fraction of tasks whose scripted user says "no, not yet" to the first confirmation and
+    # yes when asked again (seeded per task): where an agent can act after a refusal.
+    user_declines_first: float = Field(default=0.0, ge=0, le=1)
 
     @model_validator(mode="after")
     def _noise_needs_noisy_agent(self) -> RolloutConfig:
@@ -58,6 +61,15 @@ class RolloutConfig(_Config):
             raise ValueError(
                 f"rollout.noise sets the noisy teacher's fault rates, but rollout.agent is "
                 f"{self.agent!r}; set `agent: noisy` or drop `noise`"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _declines_need_scripted_user(self) -> RolloutConfig:
+        if self.user_declines_first > 0 and self.user != "scripted":
+            raise ValueError(
+                "rollout.user_declines_first makes the scripted user decline first, but "
+                f"rollout.user is {self.user!r}; set `user: scripted` or drop it"
             )
         return self
 
