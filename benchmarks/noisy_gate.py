@@ -3,8 +3,9 @@
 For each run directory (a build with `rollout.agent: noisy`, e.g. configs/noisy_toy.yaml and
 configs/noisy_toy_nogate.yaml), reads the kept rows and the rejected records, and reports:
 kept / rejected and the rejections per typed reason (the build's first reason per trajectory),
-and per injected fault class (from each trajectory's `provenance.injected_faults`) how many
-trajectories carried it, how many were kept, and the reasons of the refused ones.
+per injected fault class (from each trajectory's `provenance.injected_faults`) how many
+trajectories carried it, how many were kept, and the reasons of the refused ones; and, per
+fault class, every reason the default gate gives when all its checks run (`gate_verdict`).
 
     .venv/bin/python -m trajforge.pipelines.cli build --config configs/noisy_toy.yaml \
         --output /tmp/noisy_on --no-progress
@@ -22,7 +23,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from trajforge.generators.domains import get_domain
 from trajforge.schemas import Trajectory
+from trajforge.verifiers.filters import DEFAULT_FILTERS, build_filters
+from trajforge.verifiers.gate import gate_verdict
 
 
 def _trajectories(run: Path) -> list[tuple[Trajectory, str | None]]:
@@ -51,6 +55,7 @@ def summarise(run: Path) -> dict:
             faults[fault]["n"] += 1
             faults[fault]["kept" if reason is None else f"rejected:{reason}"] += 1
     return {
+        "every_reason_by_fault": _every_reason(rows),
         "run": str(run),
         "trajectories": len(rows),
         "kept": sum(reason is None for _, reason in rows),
@@ -58,6 +63,20 @@ def summarise(run: Path) -> dict:
         "rejected_by_reason": dict(sorted(reasons.items())),
         "by_fault": {k: dict(sorted(v.items())) for k, v in sorted(faults.items())},
     }
+
+
+def _every_reason(rows: list[tuple[Trajectory, str | None]]) -> dict[str, dict[str, int]]:
+    """Fault class -> how many of its trajectories each check of the default gate refuses
+    (`gate_verdict`: the outcome and every default filter, all reasons, not only the first
+    one the build stops at), whatever gate the run itself had."""
+    filters = build_filters(DEFAULT_FILTERS)
+    found: dict[str, Counter] = defaultdict(Counter)
+    for trajectory, _ in rows:
+        verdict = gate_verdict(trajectory, get_domain(trajectory.task.domain), filters)
+        reasons = {r.reason for r in verdict.reasons} or {"(kept)"}
+        for fault in {f.fault for f in trajectory.provenance.injected_faults} or {"(none)"}:
+            found[fault].update(reasons)
+    return {k: dict(sorted(v.items())) for k, v in sorted(found.items())}
 
 
 def markdown(summaries: list[dict]) -> str:
@@ -81,6 +100,15 @@ def markdown(summaries: list[dict]) -> str:
                 if k.startswith("rejected:")
             )
             lines.append(f"| {fault} | {counts['n']} | {counts.get('kept', 0)} | {refused} |")
+        lines += [
+            "",
+            "Every reason the default gate gives (all checks, not only the first):",
+            "",
+            "| injected fault | reasons (n trajectories) |",
+            "|---|---|",
+        ]
+        for fault, reasons in s["every_reason_by_fault"].items():
+            lines.append(f"| {fault} | {', '.join(f'{r}: {n}' for r, n in reasons.items())} |")
         lines.append("")
     return "\n".join(lines)
 

@@ -215,12 +215,12 @@ class NoisyTeacher:
         if self._cursor >= len(self._script):  # the user went on after the closing
             return self._say(self._closing(messages, final=True))
         step = self._script[self._cursor]
-        if isinstance(step, _Call) and step.write and _declined(messages):
+        if isinstance(step, _Call) and step.write and _declined(messages, self._prompt(step)):
             if "act_after_refusal" in self._drawn:
                 self._record("act_after_refusal", messages, f"{step.call.name} after a no")
             elif self._cursor not in self._asked_again:  # ask once more, then respect a no
                 self._asked_again.add(self._cursor)
-                return self._say(f"No problem, take your time. {self._prompt_before(step)}")
+                return self._say(f"No problem, take your time. {self._prompt(step)}")
             else:
                 self._cursor = len(self._script)
                 return self._say(self._declined_closing())
@@ -233,11 +233,12 @@ class NoisyTeacher:
         text = self._closing(messages, final=False) if step.closing else step.text
         return self._say(text)
 
-    def _prompt_before(self, write: _Call) -> str:
-        """The confirmation prompt the script has right before `write`."""
+    def _prompt(self, write: _Call) -> str:
+        """The confirmation prompt the script has right before `write` ("" when none: a
+        skipped confirmation, a domain that asks none)."""
         index = self._script.index(write)
         before = self._script[index - 1] if index else None
-        return before.text if isinstance(before, _Say) else ""
+        return before.text if isinstance(before, _Say) and before.confirms else ""
 
     @staticmethod
     def _say(text: str) -> AgentTurn:
@@ -271,10 +272,18 @@ class NoisyTeacher:
         return closing(["Understood, I have not made that change."], self._task.id, name=name)
 
 
-def _declined(messages: Sequence[Message]) -> bool:
-    """The user's latest turn declines what the agent's latest text proposed."""
+def _declined(messages: Sequence[Message], prompt: str) -> bool:
+    """The user's latest turn declines the write's confirmation `prompt` (or its repetition),
+    which the agent's latest text asked; a "don't know" to another question is no refusal."""
     texts = [m for m in messages if m.role in ("user", "assistant") and m.content]
-    return bool(texts) and texts[-1].role == "user" and is_refusal(texts[-1].content)
+    return (
+        bool(prompt)
+        and len(texts) >= 2
+        and texts[-1].role == "user"
+        and is_refusal(texts[-1].content)
+        and texts[-2].role == "assistant"
+        and (texts[-2].content or "").endswith(prompt)
+    )
 
 
 def invented_amount(messages: Sequence[Message], rng: random.Random) -> str:

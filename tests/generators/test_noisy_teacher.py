@@ -176,3 +176,18 @@ def test_rates_are_validated():
         NoiseConfig(repeat_count=1)
     with pytest.raises(ValidationError, match="colour"):
         NoiseConfig(colour=0.1)
+
+
+def test_only_a_no_to_the_write_prompt_counts_as_declining_it():
+    from trajforge.generators.noisy_teacher import _declined
+
+    prompt = "Shall I deposit 20.00 into #A1001?"
+
+    def convo(agent: str, user: str) -> list[Message]:
+        return [Message(role="assistant", content=agent), Message(role="user", content=user)]
+
+    assert _declined(convo(prompt, "No, wait, not yet."), prompt)
+    assert _declined(convo(f"No problem, take your time. {prompt}", "Hold on."), prompt)
+    assert not _declined(convo("What is your zip code?", "I don't know it."), prompt)
+    assert not _declined(convo(prompt, "Yes, go ahead."), prompt)
+    assert not _declined(convo(prompt, "No, wait."), "")  # a write with no prompt (skipped)
