@@ -149,13 +149,9 @@ class Recorder:
 def build_config(scale: Scale, num_tasks: int, mode: str = "blueprint", gate: bool = True) -> str:
     """The benchmark's build config as YAML: toy, one template held out whole, personas grouped.
 
-    `mode: rollout` plays the tasks with the seeded noisy teacher (the ablation); `gate: False`
-    turns the shortcut filters and policy rules off and keeps the outcome check."""
-    agent = (
-        "{kind: scripted, responder: blueprint}"
-        if mode == "blueprint"
-        else "{kind: scripted, responder: noisy_teacher}"
-    )
+    `mode: rollout` plays the tasks with the seeded noisy teacher at its documented default
+    fault rates (configs/noisy_toy.yaml; the ablation); `gate: False` turns the shortcut
+    filters and policy rules off (`quality.filters: []`) and keeps the outcome check."""
     lines = [
         f"name: data-value-{mode}{'' if gate else '-nogate'}",
         "domain: toy",
@@ -163,15 +159,19 @@ def build_config(scale: Scale, num_tasks: int, mode: str = "blueprint", gate: bo
         f"seed: {SEED}",
         f"mode: {mode}",
         "roles:",
-        f"  agent: {agent}",
+        "  agent: {kind: scripted, responder: blueprint}",
+    ]
+    if mode == "rollout":
+        lines += [
+            "rollout: {agent: noisy, user: scripted, max_turns: 20, user_declines_first: 0.5}",
+            "failure: {min_kept: 0}",
+        ]
+    lines += [
         "concurrency: {max_in_flight: 8}",
         "quality:",
+        *(["  filters: []"] if not gate else []),
         "  dedup:",
         "    semantic: {enabled: false}",
-    ]
-    if not gate:
-        lines += ["  gate: {shortcut_filters: false, policy_rules: false}"]
-    lines += [
         "output:",
         "  num_shards: 1",
         "  splits:",
