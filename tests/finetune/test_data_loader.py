@@ -78,3 +78,16 @@ def test_runs_without_the_view_fall_back_to_the_canonical_columns(with_view, wit
     assert has_messages_view(with_view) and not has_messages_view(without_view)
     for split in ("train", "golden"):
         assert load_conversations(without_view, split) == load_conversations(with_view, split)
+
+
+def test_the_view_through_datasets_and_save_to_disk_loads_the_same(with_view, tmp_path):
+    """What a trainer does with a build: `load_dataset(run)`, filter or not, `save_to_disk`;
+    `finetune sft --data` on that folder trains on exactly the run's conversations."""
+    import datasets
+
+    from trajforge.finetune.sources import load_split
+
+    loaded = datasets.load_dataset(str(with_view), cache_dir=str(tmp_path / "cache"))
+    loaded.save_to_disk(str(tmp_path / "saved"))
+    for split in ("train", "golden"):
+        assert load_split(tmp_path / "saved", split) == load_conversations(with_view, split)
