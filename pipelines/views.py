@@ -113,23 +113,7 @@ def chat_message(message: Message) -> dict[str, Any] | None:
     trained = training_message(message)
     if trained is None:
         return None
-    out: dict[str, Any] = {"role": trained.role}
-    if trained.content is not None or not trained.tool_calls:
-        out["content"] = trained.content or ""
-    if trained.tool_calls:
-        out["tool_calls"] = [
-            {
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.name, "arguments": dict(c.arguments)},
-            }
-            for c in trained.tool_calls
-        ]
-    if trained.tool_call_id is not None:
-        out["tool_call_id"] = trained.tool_call_id
-    if trained.name is not None:
-        out["name"] = trained.name
-    return out
+    return trained.chat_dict()
 
 
 def chat_messages(trajectory: Trajectory) -> list[dict[str, Any]]:
