@@ -1,0 +1,84 @@
+"""The search domain through the whole gate: `evidence_not_covered` is a declared, counted
+rejection of the outcome stage (never a dead letter), and each search check refuses a planted
+fault while its corrected trajectory is kept."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from trajforge.generators.domains import get_domain
+from trajforge.generators.domains.search.gold_script import gold_script
+from trajforge.generators.personas import sample_persona
+from trajforge.generators.scripted_trajectory import Call, play_script
+from trajforge.generators.task_verification import verify_task
+from trajforge.pipelines import stages
+from trajforge.pipelines.cli import main
+from trajforge.pipelines.config import BuildConfig
+from trajforge.pipelines.resources import StageResources
+from trajforge.verifiers.filters import DEFAULT_FILTERS, build_filters
+from trajforge.verifiers.gate import gate_verdict
+
+
+@pytest.fixture(scope="module")
+def domain():
+    return get_domain("search")
+
+
+@pytest.fixture(scope="module")
+def task(domain):
+    return verify_task(domain, domain.synthesize_task(sample_persona(3), 11))
+
+
+@pytest.fixture(scope="module")
+def filters():
+    return build_filters(DEFAULT_FILTERS)
+
+
+def reasons(trajectory, domain, filters) -> set[str]:
+    return {r.reason for r in gate_verdict(trajectory, domain, filters).reasons}
+
+
+def _unread(task, domain):
+    """The gold conversation with every `open` dropped: right answer, no evidence read."""
+    script = [t for t in gold_script(task) if not (isinstance(t, Call) and t.name == "open")]
+    return play_script(task, domain, script)
+
+
+def test_gold_script_passes_the_whole_gate(task, domain, filters):
+    verdict = gate_verdict(play_script(task, domain, gold_script(task)), domain, filters)
+    assert verdict.kept, verdict.reasons
+
+
+def test_unread_evidence_is_a_declared_outcome_rejection(task, domain, filters):
+    verdict = gate_verdict(_unread(task, domain), domain, filters)
+    outcome = [r for r in verdict.reasons if r.check == "outcome"]
+    assert [r.reason for r in outcome] == ["evidence_not_covered"]
+
+
+def test_outcome_stage_rejects_unread_evidence_instead_of_dead_lettering(task, domain, tmp_path):
+    config = BuildConfig.model_validate(
+        {
+            "domain": "search",
+            "num_tasks": 1,
+            "roles": {"agent": {"kind": "scripted", "responder": "blueprint"}},
+        }
+    )
+    res = StageResources(config, str(tmp_path))
+    res.setup()
+    with pytest.raises(stages.RejectedRecord) as refused:
+        stages.verify_outcome(res, _unread(task, domain))
+    assert refused.value.reason == "evidence_not_covered"
+    good = stages.verify_outcome(res, play_script(task, domain, gold_script(task)))
+    assert good.outcome is not None and good.outcome.passed
+
+
+def test_trajforge_verify_reports_unread_evidence(task, domain, tmp_path):
+    source = tmp_path / "in.jsonl"
+    source.write_text(_unread(task, domain).to_json() + "\n")
+    out = tmp_path / "verdicts.jsonl"
+    assert main(["verify", "--input", str(source), "--output", str(out)]) == 0
+    (verdict,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert not verdict["kept"]
+    assert "evidence_not_covered" in {r["reason"] for r in verdict["reasons"]}
