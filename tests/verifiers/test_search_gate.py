@@ -82,3 +82,20 @@ def test_trajforge_verify_reports_unread_evidence(task, domain, tmp_path):
     (verdict,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert not verdict["kept"]
     assert "evidence_not_covered" in {r["reason"] for r in verdict["reasons"]}
+
+
+def _answer_first(task):
+    """The gold conversation with the `answer` call moved before every read."""
+    script = gold_script(task)
+    answer = next(t for t in script if isinstance(t, Call) and t.name == "answer")
+    rest = [t for t in script[1:] if t is not answer]
+    return [script[0], answer, *rest]
+
+
+def test_answering_through_the_tool_before_the_evidence_is_refused(task, domain):
+    from trajforge.verifiers.signatures import check_answer_before_evidence
+
+    early = check_answer_before_evidence(play_script(task, domain, _answer_first(task)))
+    assert early.reason == "answer_before_evidence"
+    assert task.expected_outputs[0].lower() in early.detail
+    assert check_answer_before_evidence(play_script(task, domain, gold_script(task))).passed
