@@ -99,3 +99,42 @@ def test_answering_through_the_tool_before_the_evidence_is_refused(task, domain)
     assert early.reason == "answer_before_evidence"
     assert task.expected_outputs[0].lower() in early.detail
     assert check_answer_before_evidence(play_script(task, domain, gold_script(task))).passed
+
+
+@pytest.fixture(scope="module")
+def chain_task(domain):
+    """A task whose first hop (wo03 created_by pe30) is stated by d106 (gold) and d097."""
+    return verify_task(domain, domain.synthesize_task(sample_persona(3), 12))
+
+
+def _swap_reveal(task, late: bool):
+    """The gold conversation with the read of d106 (which reveals pe30) replaced by d097,
+    which states the same fact: in its place (`late=False`) or only after the agent has
+    already searched pe30's name (`late=True`)."""
+    script = gold_script(task)
+    at = script.index(Call("open", {"doc_id": "d106"}))
+    if not late:
+        return [*script[:at], Call("open", {"doc_id": "d097"}), *script[at + 1 :]]
+    answer = next(i for i, t in enumerate(script) if isinstance(t, Call) and t.name == "answer")
+    late_read = [Call("search", {"query": "Linmel Rolinlin created", "k": 5})]
+    late_read.append(Call("open", {"doc_id": "d097"}))
+    return [*script[: at - 1], *script[at + 1 : answer], *late_read, *script[answer:]]
+
+
+def test_a_name_queried_before_any_output_showed_it_breaks_the_chain(chain_task, domain):
+    from trajforge.generators.domains.search.verification import evidence_not_covered
+
+    late = play_script(chain_task, domain, _swap_reveal(chain_task, late=True))
+    problem = evidence_not_covered(late)
+    assert problem is not None and "(pe30) before it was shown" in problem
+    # The same fact read from the other page, before the name is used, is a valid chain.
+    early = play_script(chain_task, domain, _swap_reveal(chain_task, late=False))
+    assert evidence_not_covered(early) is None
+
+
+def test_evidence_read_only_after_the_answer_does_not_cover_it(task, domain):
+    from trajforge.generators.domains.search.verification import evidence_not_covered
+
+    problem = evidence_not_covered(play_script(task, domain, _answer_first(task)))
+    assert problem is not None and "no document read before the answer" in problem
+    assert evidence_not_covered(play_script(task, domain, gold_script(task))) is None
