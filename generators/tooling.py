@@ -402,6 +402,7 @@ OPTIONAL_DOMAIN_MEMBERS: Mapping[str, Any] = MappingProxyType(
         "policy_rules": None,
         "claim_types": None,
         "outcome_checks": (),
+        "trajectory_checks": (),  # TrajectoryCheck: a domain's checks inside built-in filters
         "confirm_writes": True,
         "phrasing": NO_PHRASING,
     }

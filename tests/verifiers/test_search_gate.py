@@ -9,9 +9,11 @@ import json
 import pytest
 
 from trajforge.generators.domains import get_domain
+from trajforge.generators.domains.search.data_model import world_for
 from trajforge.generators.domains.search.gold_script import gold_script
+from trajforge.generators.domains.search.world import entities
 from trajforge.generators.personas import sample_persona
-from trajforge.generators.scripted_trajectory import Call, play_script
+from trajforge.generators.scripted_trajectory import Call, Say, User, play_script
 from trajforge.generators.task_verification import verify_task
 from trajforge.pipelines import stages
 from trajforge.pipelines.cli import main
@@ -138,3 +140,57 @@ def test_evidence_read_only_after_the_answer_does_not_cover_it(task, domain):
     problem = evidence_not_covered(play_script(task, domain, _answer_first(task)))
     assert problem is not None and "no document read before the answer" in problem
     assert evidence_not_covered(play_script(task, domain, gold_script(task))) is None
+
+
+def _closing(task, text, before=()):
+    """The gold conversation with its closing replaced (and `before` turns inserted after the
+    first search)."""
+    script = gold_script(task)
+    script = [Say(text) if isinstance(t, Say) else t for t in script]
+    return [*script[:2], *before, *script[2:]]
+
+
+@pytest.mark.parametrize(
+    ("closing", "before", "problem"),
+    [
+        ("The answer is Arhal, as stated in d118 and d329.", (), "d118, which it had not read"),
+        ("The answer is Arhal (see d118 and d329).", [Call("open", {"doc_id": "d118"})],
+         "d118, which states no fact it needed"),
+        ("The answer is Arhal, as stated in 'Letters from Linquen'.", (),
+         "cites no page stating the answer's fact"),
+    ],
+)  # fmt: skip
+def test_citations_must_name_read_pages_stating_the_fact(task, domain, filters, closing, before,
+                                                         problem):  # fmt: skip
+    bad = gate_verdict(play_script(task, domain, _closing(task, closing, before)), domain, filters)
+    assert not bad.kept
+    (cited,) = [r for r in bad.reasons if r.check == "policy"]
+    assert cited.reason == "policy.cite_read_documents" and problem in cited.detail
+
+
+@pytest.mark.parametrize("by_id", [True, False])
+def test_citations_of_read_pages_by_id_or_title_are_kept(task, domain, filters, by_id):
+    kept = gate_verdict(play_script(task, domain, gold_script(task, by_id=by_id)), domain, filters)
+    assert kept.kept, kept.reasons
+
+
+def test_a_name_never_shown_in_the_closing_is_refused(task, domain, filters):
+    good = play_script(task, domain, gold_script(task))
+    seen = good.to_json().lower()
+    world = world_for(task.initial_state.seed)
+    other = next(e.name for e in entities(world.graph) if e.name.split()[-1].lower() not in seen)
+    bad = _closing(task, f"The answer is Arhal, as stated in d329; {other} is related.")
+    verdict = gate_verdict(play_script(task, domain, bad), domain, filters)
+    assert [r.reason for r in verdict.reasons] == ["hallucinated_value"]
+    fine = _closing(task, "The answer is Arhal, as stated in d329, which names Rise Halmir.")
+    assert gate_verdict(play_script(task, domain, fine), domain, filters).kept
+
+
+def test_a_user_turn_naming_the_answer_is_refused_unless_the_agent_said_it(task, domain, filters):
+    leak = gold_script(task)
+    leak[0] = User(f"{leak[0].text} My friend thinks it is Arhal.")
+    verdict = gate_verdict(play_script(task, domain, leak), domain, filters)
+    assert "user_hallucination" in {r.reason for r in verdict.reasons}
+    echo = gold_script(task)
+    echo[-1] = User("Arhal, great. Thank you, that is all. ###STOP###")
+    assert gate_verdict(play_script(task, domain, echo), domain, filters).kept

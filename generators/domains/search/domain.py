@@ -5,6 +5,7 @@ from __future__ import annotations
 from importlib import resources
 
 from trajforge.generators.domains.search import tasks
+from trajforge.generators.domains.search.checks import TRAJECTORY_CHECKS
 from trajforge.generators.domains.search.data_model import SearchState
 from trajforge.generators.domains.search.tools import TOOLS
 from trajforge.generators.domains.search.verification import OUTCOME_CHECKS
@@ -55,6 +56,7 @@ class SearchDomain:
     name = "search"
     vocabulary = VOCABULARY
     outcome_checks = OUTCOME_CHECKS
+    trajectory_checks = TRAJECTORY_CHECKS  # citations, names shown, user leaks (checks.py)
     phrasing = PHRASING
     confirm_writes = False  # the one write is the final answer; the policy asks no confirmation
 

@@ -1,0 +1,139 @@
+"""What a search agent's text claims, checked against what it read: citations and names.
+
+Two claim types:
+
+- **citation**: a document the agent names as its source, by id (`d042`) or by title (quoted,
+  or a part title such as `Arhal: notes`, which is never a bare entity name). A cited document
+  must have been read before the citing message (opened, or a `find` in it returned a sentence)
+  and what the agent read of it must state a fact of the question; a message that states the
+  answer and cites pages must cite one stating a fact about the answer entity (the last hop or
+  the answer's own clue). A listed search result is not read; a page about something else is
+  not the source of the answer.
+- **named entity**: every name of the world the agent writes (prose, capitalised) or passes to a
+  tool was shown to it first by a tool output or a user turn (names.py).
+
+Both are `TrajectoryCheck`s the domain declares (checks.py): the first under the policy filter
+(`policy.cite_read_documents`), the second under the hallucinated-values filter.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from trajforge.generators.domains.search.data_model import SearchWorld, normalise_answer, world_for
+from trajforge.generators.domains.search.names import unshown_names, world_name_tokens
+from trajforge.generators.domains.search.questions import Question
+from trajforge.generators.domains.search.tasks import synthesized_for
+from trajforge.generators.domains.search.verification import step_facts
+from trajforge.schemas import Message, StepRecord, Trajectory
+
+_DOC_ID = re.compile(r"\bd\d{3}\b")
+_CUE = re.compile(
+    r"\b(?:pages?|documents?|articles?|records?|entry|entries|sources?|stated|according|read"
+    r"|from|cited?|see)\b",
+    re.IGNORECASE,
+)
+_NAMING = re.compile(r"\b(?:is|was|are|answer|called|named)\s*$", re.IGNORECASE)
+_QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"|\u2018([^\u2019]+)\u2019|\u201c([^\u201d]+)\u201d")
+
+
+def question_of(trajectory: Trajectory) -> tuple[Question, SearchWorld] | None:
+    """The task's question and world, or None when it does not re-derive (the outcome check
+    reports that case)."""
+    task = trajectory.task
+    found = synthesized_for(task.initial_state.seed, task.persona.id)
+    if found is None or (found.question.answer,) != task.expected_outputs:
+        return None
+    return found.question, world_for(task.initial_state.seed)
+
+
+def _cued(text: str, at: int) -> bool:
+    """A quoted bare entity name is a page title only when its sentence says it is a source
+    before it ("stated on 'Arhal'"); "the answer is 'Arhal'" names the entity."""
+    start = max(text.rfind(mark, 0, at) for mark in (". ", "! ", "? ", "\n"))
+    before = text[start + 1 : at]
+    return _CUE.search(before) is not None and _NAMING.search(before) is None
+
+
+def cited_documents(text: str, world: SearchWorld) -> list[str]:
+    """Document ids a text cites: ids, quoted titles, and part titles written out."""
+    titles = {d.title.lower(): d.doc_id for d in world.documents}
+    cited = [d for d in _DOC_ID.findall(text) if d in world.by_id]
+    for match in _QUOTED.finditer(text):
+        quoted = next(g for g in match.groups() if g is not None).strip().rstrip(".").lower()
+        if quoted in titles and (":" in quoted or _cued(text, match.start())):
+            cited.append(titles[quoted])
+    lowered = text.lower()
+    for title, doc_id in titles.items():
+        if ":" in title and title in lowered:
+            cited.append(doc_id)
+    return list(dict.fromkeys(cited))
+
+
+@dataclass
+class _Reading:
+    """What the agent has read so far, per document (facts it was shown of each)."""
+
+    read: dict[str, set[str]] = field(default_factory=dict)
+
+    def learn(self, step: StepRecord, world: SearchWorld) -> None:
+        facts = step_facts(step, world)
+        if step.error is None and step.call.name in ("open", "find"):
+            doc_id = str(step.call.arguments.get("doc_id", "")).strip()
+            if doc_id in world.by_id and (facts or step.call.name == "open"):
+                self.read.setdefault(doc_id, set()).update(facts)
+
+
+def _answer_facts(question: Question) -> frozenset[str]:
+    return frozenset(f for f in question.facts if question.answer_id in f.split("|")[::2])
+
+
+def _states_answer(text: str, question: Question) -> bool:
+    return normalise_answer(question.answer) in normalise_answer(text)
+
+
+def _citation_problems(
+    index: int, message: Message, reading: _Reading, question: Question, world: SearchWorld
+) -> list[str]:
+    cited = cited_documents(message.content or "", world)
+    problems = []
+    for doc_id in cited:
+        if doc_id not in reading.read:
+            problems.append(f"message {index} cites {doc_id}, which it had not read")
+        elif not reading.read[doc_id] & question.facts:
+            problems.append(f"message {index} cites {doc_id}, which states no fact it needed")
+    if cited and _states_answer(message.content or "", question):
+        shown = set().union(*(reading.read.get(d, set()) for d in cited))
+        if not shown & _answer_facts(question):
+            problems.append(f"message {index} cites no page stating the answer's fact")
+    return problems
+
+
+def citation_problems(trajectory: Trajectory) -> list[str]:
+    """Citations of unread documents, of pages stating no needed fact, or of no page stating
+    the answer's fact (empty when every citation holds)."""
+    found = question_of(trajectory)
+    if found is None:
+        return []
+    question, world = found
+    steps = {s.call.id: s for s in trajectory.steps}
+    reading, problems = _Reading(), []
+    for index, message in enumerate(trajectory.messages):
+        if message.role != "assistant":
+            continue
+        if message.content:
+            problems += _citation_problems(index, message, reading, question, world)
+        for call in message.tool_calls:
+            if call.id in steps:
+                reading.learn(steps[call.id], world)
+    return problems
+
+
+def unshown_name_problems(trajectory: Trajectory) -> list[str]:
+    """Names of the world the agent wrote or passed before anything showed them."""
+    seed = trajectory.task.initial_state.seed
+    return [
+        f"message {index} names {'/'.join(parts)} before any tool output or user turn showed it"
+        for index, parts in unshown_names(trajectory.messages, world_name_tokens(seed))
+    ]
