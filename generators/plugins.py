@@ -119,6 +119,10 @@ def _member_checks() -> Mapping[str, tuple[Callable[[Any], bool], str]]:
             ),
             "a tuple of TrajectoryCheck (generators/policy_rules.py)",
         ),
+        "call_meanings": (
+            lambda v: isinstance(v, Mapping) and all(callable(f) for f in v.values()),
+            "a mapping of tool name -> function (arguments -> comparable meaning)",
+        ),
         "confirm_writes": (lambda v: isinstance(v, bool), "a bool"),
         "phrasing": (lambda v: isinstance(v, Phrasing), "a Phrasing"),
     }

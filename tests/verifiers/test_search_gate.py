@@ -194,3 +194,22 @@ def test_a_user_turn_naming_the_answer_is_refused_unless_the_agent_said_it(task,
     echo = gold_script(task)
     echo[-1] = User("Arhal, great. Thank you, that is all. ###STOP###")
     assert gate_verdict(play_script(task, domain, echo), domain, filters).kept
+
+
+def _with_searches(task, queries):
+    """The gold conversation with more searches just before the answer."""
+    script = gold_script(task)
+    at = next(i for i, t in enumerate(script) if isinstance(t, Call) and t.name == "answer")
+    searches = [Call("search", {"query": q, "k": k}) for q, k in queries]
+    return [*script[:at], *searches, *script[at:]]
+
+
+def test_the_same_search_in_other_words_three_times_is_a_loop(task, domain, filters):
+    variants = [("Arhal born", 5), ("born, Arhal?", 3), ("please find Arhal born", 10)]
+    looping = play_script(task, domain, _with_searches(task, variants))
+    assert "loop_or_repeat" in {r.reason for r in gate_verdict(looping, domain, filters).reasons}
+    # Guard: queries about other names, attributes or relations are new queries.
+    distinct = [("Arhal born", 5), ("Arhal based", 5), ("Arhal 13th century", 5)]
+    assert gate_verdict(
+        play_script(task, domain, _with_searches(task, distinct)), domain, filters
+    ).kept
