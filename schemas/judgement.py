@@ -55,6 +55,7 @@ BuiltinReason = Literal[
     "evidence_co_coverage",
     "single_clue_selective",
     "prior_knowledge_binding",
+    "guessable_answer",
     # generation
     "entity_mismatch",
     "role_confusion",

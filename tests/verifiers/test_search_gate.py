@@ -10,11 +10,16 @@ import pytest
 
 from trajforge.generators.domains import get_domain
 from trajforge.generators.domains.search.data_model import world_for
-from trajforge.generators.domains.search.gold_script import gold_script
-from trajforge.generators.domains.search.world import entities
+from trajforge.generators.domains.search.gold_script import (
+    answer_sources,
+    gold_script,
+    synthesized,
+)
+from trajforge.generators.domains.search.world import entities, entity
 from trajforge.generators.personas import sample_persona
 from trajforge.generators.scripted_trajectory import Call, Say, User, play_script
 from trajforge.generators.task_verification import verify_task
+from trajforge.generators.tooling import TaskRejected
 from trajforge.pipelines import stages
 from trajforge.pipelines.cli import main
 from trajforge.pipelines.config import BuildConfig
@@ -103,35 +108,41 @@ def test_answering_through_the_tool_before_the_evidence_is_refused(task, domain)
     assert check_answer_before_evidence(play_script(task, domain, gold_script(task))).passed
 
 
-@pytest.fixture(scope="module")
-def chain_task(domain):
-    """A task whose first hop (wo03 created_by pe30) is stated by d106 (gold) and d097."""
-    return verify_task(domain, domain.synthesize_task(sample_persona(3), 12))
-
-
-def _swap_reveal(task, late: bool):
-    """The gold conversation with the read of d106 (which reveals pe30) replaced by d097,
-    which states the same fact: in its place (`late=False`) or only after the agent has
-    already searched pe30's name (`late=True`)."""
+def _reveal_swaps(task):
+    """(late, early) scripts for each non-final hop whose fact another page states too: the
+    gold read of the page revealing the hop's entity replaced by the other page, read only
+    before the answer (`late`: the entity's name is searched before anything showed it), or
+    in its place (`early`: a valid chain)."""
+    found, world = synthesized(task), world_for(task.initial_state.seed)
     script = gold_script(task)
-    at = script.index(Call("open", {"doc_id": "d106"}))
-    if not late:
-        return [*script[:at], Call("open", {"doc_id": "d097"}), *script[at + 1 :]]
-    answer = next(i for i, t in enumerate(script) if isinstance(t, Call) and t.name == "answer")
-    late_read = [Call("search", {"query": "Linmel Rolinlin created", "k": 5})]
-    late_read.append(Call("open", {"doc_id": "d097"}))
-    return [*script[: at - 1], *script[at + 1 : answer], *late_read, *script[answer:]]
+    answer_at = next(i for i, t in enumerate(script) if isinstance(t, Call) and t.name == "answer")
+    for hop in found.question.path[:-1]:
+        gold = next(s.doc_id for s in found.evidence if hop.key in world.by_id[s.doc_id].facts)
+        needed = world.by_id[gold].facts & found.question.facts
+        other = [d.doc_id for d in world.documents if needed <= d.facts and d.doc_id != gold]
+        if not other:
+            continue
+        at = script.index(Call("open", {"doc_id": gold}))
+        swap = Call("open", {"doc_id": other[0]})
+        late = [*script[: at - 1], *script[at + 1 : answer_at], swap, *script[answer_at:]]
+        yield hop, late, [*script[:at], swap, *script[at + 1 :]]
 
 
-def test_a_name_queried_before_any_output_showed_it_breaks_the_chain(chain_task, domain):
+def test_a_name_queried_before_any_output_showed_it_breaks_the_chain(domain):
     from trajforge.generators.domains.search.verification import evidence_not_covered
 
-    late = play_script(chain_task, domain, _swap_reveal(chain_task, late=True))
-    problem = evidence_not_covered(late)
-    assert problem is not None and "(pe30) before it was shown" in problem
-    # The same fact read from the other page, before the name is used, is a valid chain.
-    early = play_script(chain_task, domain, _swap_reveal(chain_task, late=False))
-    assert evidence_not_covered(early) is None
+    broken = 0
+    for persona, seed in [(p, s) for p in (3, 4) for s in range(10, 20)]:
+        try:
+            task = verify_task(domain, domain.synthesize_task(sample_persona(persona), seed))
+        except TaskRejected:  # a world with no question left
+            continue
+        for hop, late, early in _reveal_swaps(task):
+            # The same fact read from the other page, before the name is used, is a valid chain.
+            assert evidence_not_covered(play_script(task, domain, early)) is None
+            problem = evidence_not_covered(play_script(task, domain, late)) or ""
+            broken += f"({hop.object}) before it was shown" in problem
+    assert broken >= 5
 
 
 def test_evidence_read_only_after_the_answer_does_not_cover_it(task, domain):
@@ -150,22 +161,49 @@ def _closing(task, text, before=()):
     return [*script[:2], *before, *script[2:]]
 
 
+@pytest.fixture(scope="module")
+def case(task, domain):
+    """Names and pages of the fixture task the claims below are built from."""
+    found, world = synthesized(task), world_for(task.initial_state.seed)
+    good = play_script(task, domain, gold_script(task))
+    read = {s.doc_id for s in found.evidence}
+    listed = json.loads(good.messages[3].content)  # the first search's results
+    facts = found.question.facts
+    return {
+        "answer": found.question.answer,
+        "source": answer_sources(task)[0],
+        "listed": next(r["doc_id"] for r in listed if r["doc_id"] not in read),
+        "aside": next(d.doc_id for d in world.documents if not d.facts & facts),
+        "anchor_page": world.by_id[found.evidence[0].doc_id].title,
+        "between": entity(world.graph, found.question.chain[1]).name,
+        "unseen": next(
+            e.name
+            for e in entities(world.graph)
+            if e.name.split()[-1].lower() not in good.to_json().lower()
+        ),
+    }
+
+
 @pytest.mark.parametrize(
     ("closing", "before", "problem"),
     [
-        ("The answer is Arhal, as stated in d118 and d329.", (), "d118, which it had not read"),
-        ("The answer is Arhal (see d118 and d329).", [Call("open", {"doc_id": "d118"})],
-         "d118, which states no fact it needed"),
-        ("The answer is Arhal, as stated in 'Letters from Linquen'.", (),
+        ("The answer is {answer}, as stated in {listed} and {source}.", False,
+         "{listed}, which it had not read"),
+        ("The answer is {answer} (see {aside} and {source}).", True,
+         "{aside}, which states no fact it needed"),
+        ("The answer is {answer}, as stated in '{anchor_page}'.", False,
          "cites no page stating the answer's fact"),
     ],
 )  # fmt: skip
-def test_citations_must_name_read_pages_stating_the_fact(task, domain, filters, closing, before,
-                                                         problem):  # fmt: skip
-    bad = gate_verdict(play_script(task, domain, _closing(task, closing, before)), domain, filters)
-    assert not bad.kept
+def test_citations_must_name_read_pages_stating_the_fact(
+    task, domain, filters, case, closing, before, problem
+):
+    extra = [Call("open", {"doc_id": case["aside"]})] if before else []
+    script = _closing(task, closing.format(**case), extra)
+    bad = gate_verdict(play_script(task, domain, script), domain, filters)
     (cited,) = [r for r in bad.reasons if r.check == "policy"]
-    assert cited.reason == "policy.cite_read_documents" and problem in cited.detail
+    assert cited.reason == "policy.cite_read_documents"
+    assert problem.format(**case) in cited.detail
 
 
 @pytest.mark.parametrize("by_id", [True, False])
@@ -174,25 +212,27 @@ def test_citations_of_read_pages_by_id_or_title_are_kept(task, domain, filters, 
     assert kept.kept, kept.reasons
 
 
-def test_a_name_never_shown_in_the_closing_is_refused(task, domain, filters):
-    good = play_script(task, domain, gold_script(task))
-    seen = good.to_json().lower()
-    world = world_for(task.initial_state.seed)
-    other = next(e.name for e in entities(world.graph) if e.name.split()[-1].lower() not in seen)
-    bad = _closing(task, f"The answer is Arhal, as stated in d329; {other} is related.")
-    verdict = gate_verdict(play_script(task, domain, bad), domain, filters)
+def test_a_name_never_shown_in_the_closing_is_refused(task, domain, filters, case):
+    said = "The answer is {answer}, as stated in {source}; {unseen} is related."
+    verdict = gate_verdict(
+        play_script(task, domain, _closing(task, said.format(**case))), domain, filters
+    )
     assert [r.reason for r in verdict.reasons] == ["hallucinated_value"]
-    fine = _closing(task, "The answer is Arhal, as stated in d329, which names Rise Halmir.")
-    assert gate_verdict(play_script(task, domain, fine), domain, filters).kept
+    said = "The answer is {answer}, as stated in {source}, which I reached through {between}."
+    assert gate_verdict(
+        play_script(task, domain, _closing(task, said.format(**case))), domain, filters
+    ).kept
 
 
-def test_a_user_turn_naming_the_answer_is_refused_unless_the_agent_said_it(task, domain, filters):
+def test_a_user_turn_naming_the_answer_is_refused_unless_the_agent_said_it(
+    task, domain, filters, case
+):
     leak = gold_script(task)
-    leak[0] = User(f"{leak[0].text} My friend thinks it is Arhal.")
+    leak[0] = User(f"{leak[0].text} My friend thinks it is {case['answer']}.")
     verdict = gate_verdict(play_script(task, domain, leak), domain, filters)
     assert "user_hallucination" in {r.reason for r in verdict.reasons}
     echo = gold_script(task)
-    echo[-1] = User("Arhal, great. Thank you, that is all. ###STOP###")
+    echo[-1] = User(f"{case['answer']}, great. Thank you, that is all. ###STOP###")
     assert gate_verdict(play_script(task, domain, echo), domain, filters).kept
 
 
@@ -204,12 +244,13 @@ def _with_searches(task, queries):
     return [*script[:at], *searches, *script[at:]]
 
 
-def test_the_same_search_in_other_words_three_times_is_a_loop(task, domain, filters):
-    variants = [("Arhal born", 5), ("born, Arhal?", 3), ("please find Arhal born", 10)]
+def test_the_same_search_in_other_words_three_times_is_a_loop(task, domain, filters, case):
+    name = case["between"]
+    variants = [(f"{name} born", 5), (f"born, {name}?", 3), (f"please find {name} born", 10)]
     looping = play_script(task, domain, _with_searches(task, variants))
     assert "loop_or_repeat" in {r.reason for r in gate_verdict(looping, domain, filters).reasons}
     # Guard: queries about other names, attributes or relations are new queries.
-    distinct = [("Arhal born", 5), ("Arhal based", 5), ("Arhal 13th century", 5)]
+    distinct = [(f"{name} born", 5), (f"{name} works", 5), (f"{name} mentored", 5)]
     assert gate_verdict(
         play_script(task, domain, _with_searches(task, distinct)), domain, filters
     ).kept
