@@ -22,7 +22,11 @@ import re
 from dataclasses import dataclass, field
 
 from trajforge.generators.domains.search.data_model import SearchWorld, normalise_answer, world_for
-from trajforge.generators.domains.search.names import unshown_names, world_name_tokens
+from trajforge.generators.domains.search.names import (
+    full_names,
+    unshown_names,
+    world_name_tokens,
+)
 from trajforge.generators.domains.search.questions import Question
 from trajforge.generators.domains.search.tasks import synthesized_for
 from trajforge.generators.domains.search.verification import step_facts
@@ -30,8 +34,8 @@ from trajforge.schemas import Message, StepRecord, Trajectory
 
 _DOC_ID = re.compile(r"\bd\d{3}\b")
 _CUE = re.compile(
-    r"\b(?:pages?|documents?|articles?|records?|entry|entries|sources?|stated|according|read"
-    r"|from|cited?|see)\b",
+    r"\b(?:pages?|documents?|articles?|records?|entry|entries|sources?|stated|says?|according"
+    r"|read|from|cited?|see|per|checked|found|based|via|in)\b",
     re.IGNORECASE,
 )
 _NAMING = re.compile(r"\b(?:is|was|are|answer|called|named)\s*$", re.IGNORECASE)
@@ -135,5 +139,7 @@ def unshown_name_problems(trajectory: Trajectory) -> list[str]:
     seed = trajectory.task.initial_state.seed
     return [
         f"message {index} names {'/'.join(parts)} before any tool output or user turn showed it"
-        for index, parts in unshown_names(trajectory.messages, world_name_tokens(seed))
+        for index, parts in unshown_names(
+            trajectory.messages, world_name_tokens(seed), full_names(seed).values()
+        )
     ]

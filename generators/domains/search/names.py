@@ -7,6 +7,8 @@ prose. Names are compared by their distinctive tokens ("Halmir" of "Rise Halmir"
 world's vocabulary that also occur in names ("Press", "Festival", "Winter", "Letters from") name
 no one and are left out. In prose only capitalised tokens count as names ("vital" is a word,
 "Vital" may be a place); in call arguments case does not matter (queries are often lower case).
+A name of several words is also checked whole: "Zortos Institute" is not shown by "Zortos
+Shipping Line", although each of its distinctive tokens was.
 The `answer` tool's echo ("Answer recorded: X") repeats the agent's own words and shows nothing.
 """
 
@@ -86,11 +88,31 @@ def said_tokens(message: Message) -> set[str]:
     return said
 
 
+def said_text(message: Message) -> str:
+    """An agent message's text and argument strings, lower case (for whole-name matching)."""
+    parts = [message.content or ""]
+    parts += [leaf for c in message.tool_calls for leaf in leaf_strings(c.arguments)]
+    return " \n ".join(p for p in parts if isinstance(p, str)).lower()
+
+
+def mentions(text: str, name: str) -> bool:
+    """`name` (lower case) occurs in `text` (lower case) as whole words."""
+    return re.search(rf"(?<![a-z0-9]){re.escape(name)}(?![a-z0-9])", text) is not None
+
+
+@functools.lru_cache(maxsize=64)
+def full_names(seed: int) -> dict[str, str]:
+    """Entity id -> its name in lower case, for names of several words."""
+    return {e.id: e.name.lower() for e in entities(world_for(seed).graph) if " " in e.name}
+
+
 @dataclass
 class Shown:
-    """Tokens shown to the agent so far (tool outputs but echoes, and user turns)."""
+    """What was shown to the agent so far (tool outputs but echoes, and user turns): tokens,
+    and the text itself for whole names."""
 
     seen: set[str] = field(default_factory=set)
+    text: list[str] = field(default_factory=list)
     echo_ids: set[str] = field(default_factory=set)
 
     def read(self, message: Message) -> None:
@@ -101,17 +123,23 @@ class Shown:
             message.role == "tool" and message.tool_call_id not in self.echo_ids
         ):
             self.seen |= tokens(message.content or "")
+            self.text.append((message.content or "").lower())
+
+    def shows(self, name: str) -> bool:
+        return any(mentions(t, name) for t in self.text)
 
 
 def unshown_names(
-    messages: Iterable[Message], names: frozenset[str]
+    messages: Iterable[Message], names: frozenset[str], whole: Iterable[str] = ()
 ) -> list[tuple[int, list[str]]]:
-    """(message index, tokens) for each agent message using a token of `names` that no earlier
-    tool output or user turn had shown."""
-    shown, found = Shown(), []
+    """(message index, unseen) for each agent message using a token of `names`, or a whole
+    name of `whole` (lower case), that no earlier tool output or user turn had shown."""
+    shown, found, whole = Shown(), [], tuple(whole)
     for index, message in enumerate(messages):
         if message.role == "assistant":
             unseen = sorted((said_tokens(message) & names) - shown.seen)
+            text = said_text(message)
+            unseen += [n for n in whole if mentions(text, n) and not shown.shows(n)]
             if unseen:
                 found.append((index, unseen))
         shown.read(message)

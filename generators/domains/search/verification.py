@@ -22,7 +22,7 @@ import json
 
 from trajforge.generators.domains.search.corpus import Fact, sentence
 from trajforge.generators.domains.search.data_model import SearchWorld, world_for
-from trajforge.generators.domains.search.names import name_tokens, unshown_names
+from trajforge.generators.domains.search.names import full_names, name_tokens, unshown_names
 from trajforge.generators.domains.search.questions import Question
 from trajforge.generators.domains.search.tasks import synthesized_for
 from trajforge.schemas import StepRecord, Trajectory
@@ -73,18 +73,21 @@ def facts_read_before_answer(trajectory: Trajectory, world: SearchWorld) -> set[
 
 
 def unshown_chain_names(trajectory: Trajectory, question: Question, world: SearchWorld):
-    """(message index, entity id, tokens) for each chain entity after the anchor whose name the
-    agent used in a call before any tool output or user turn had shown it."""
-    by_entity = name_tokens(world.seed)
+    """(message index, entity id, what) for each chain entity after the anchor whose name (a
+    distinctive token, or the whole name) the agent used in a call before any tool output or
+    user turn had shown it."""
+    by_entity, whole = name_tokens(world.seed), full_names(world.seed)
     chain = {node: by_entity[node] for node in question.chain[1:]}
     names = frozenset().union(*chain.values())
+    wholes = {whole[n]: n for n in chain if n in whole}
     calls_only = [m.model_copy(update={"content": None}) if m.role == "assistant" else m
                   for m in trajectory.messages]  # fmt: skip
     found = []
-    for index, unseen in unshown_names(calls_only, names):
+    for index, unseen in unshown_names(calls_only, names, wholes):
         for node, parts in chain.items():
-            if parts & set(unseen):
-                found.append((index, node, sorted(parts & set(unseen))))
+            hit = sorted(parts & set(unseen)) + [n for n in unseen if wholes.get(n) == node]
+            if hit:
+                found.append((index, node, hit))
     return found
 
 
