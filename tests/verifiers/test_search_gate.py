@@ -254,3 +254,18 @@ def test_the_same_search_in_other_words_three_times_is_a_loop(task, domain, filt
     assert gate_verdict(
         play_script(task, domain, _with_searches(task, distinct)), domain, filters
     ).kept
+
+
+@pytest.mark.parametrize(
+    "closing",
+    [
+        "The answer is '{answer}', as stated in {source}.",
+        "It is '{answer}' (see {source}); I reached it through '{between}'.",
+    ],
+)
+def test_a_quoted_name_is_not_a_citation_unless_a_citing_word_precedes_it(
+    task, domain, filters, case, closing
+):
+    script = _closing(task, closing.format(**case))
+    verdict = gate_verdict(play_script(task, domain, script), domain, filters)
+    assert verdict.kept, verdict.reasons

@@ -33,12 +33,16 @@ from trajforge.generators.domains.search.verification import step_facts
 from trajforge.schemas import Message, StepRecord, Trajectory
 
 _DOC_ID = re.compile(r"\bd\d{3}\b")
+#: Words that, right before a quoted name, make it a source: "stated on 'Arhal'", "per 'Arhal'".
 _CUE = re.compile(
-    r"\b(?:pages?|documents?|articles?|records?|entry|entries|sources?|stated|says?|according"
-    r"|read|from|cited?|see|per|checked|found|based|via|in)\b",
+    r"(?:\bpages?|\bdocuments?|\barticles?|\brecords?|\bentry|\bentries|\bsources?"
+    r"|\bstated (?:in|on)|\bsays?|\baccording to|\bread(?: it)?(?: in| on)?|\bfrom|\bcited?"
+    r"|\bsee|\bper|\bchecked|\bfound (?:this |it )?(?:in|on)|\bbased on|\bvia"
+    r"|\b(?:mentioned|listed|shown) (?:in|on))\s*[:(]?\s*$",
     re.IGNORECASE,
 )
-_NAMING = re.compile(r"\b(?:is|was|are|answer|called|named)\s*$", re.IGNORECASE)
+#: What joins a list of cited titles: "stated on 'A' and 'B'".
+_LIST = re.compile(r"^\s*(?:,|,? and|&|or|,? as well as)\s*$", re.IGNORECASE)
 _QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"|\u2018([^\u2019]+)\u2019|\u201c([^\u201d]+)\u201d")
 
 
@@ -52,22 +56,31 @@ def question_of(trajectory: Trajectory) -> tuple[Question, SearchWorld] | None:
     return found.question, world_for(task.initial_state.seed)
 
 
-def _cued(text: str, at: int) -> bool:
-    """A quoted bare entity name is a page title only when its sentence says it is a source
-    before it ("stated on 'Arhal'"); "the answer is 'Arhal'" names the entity."""
-    start = max(text.rfind(mark, 0, at) for mark in (". ", "! ", "? ", "\n"))
-    before = text[start + 1 : at]
-    return _CUE.search(before) is not None and _NAMING.search(before) is None
+def _quoted_citations(text: str, titles: dict[str, str]) -> list[str]:
+    """Quoted titles a text cites. A part title (`Arhal: notes`) always is one; a quoted bare
+    entity name only right after a citing word ("stated on 'Arhal'", "per 'Arhal'") or after
+    another cited title in a list: in "the answer is 'Arhal'" or "born in 'Arhal'" it names the
+    entity, not a page."""
+    cited, previous_end, previous_cited = [], 0, False
+    for match in _QUOTED.finditer(text):
+        quoted = next(g for g in match.groups() if g is not None).strip().rstrip(".").lower()
+        gap = text[previous_end : match.start()]
+        is_title = quoted in titles and (
+            ":" in quoted
+            or _CUE.search(gap) is not None
+            or (previous_cited and _LIST.match(gap) is not None)
+        )
+        if is_title:
+            cited.append(titles[quoted])
+        previous_end, previous_cited = match.end(), is_title
+    return cited
 
 
 def cited_documents(text: str, world: SearchWorld) -> list[str]:
     """Document ids a text cites: ids, quoted titles, and part titles written out."""
     titles = {d.title.lower(): d.doc_id for d in world.documents}
     cited = [d for d in _DOC_ID.findall(text) if d in world.by_id]
-    for match in _QUOTED.finditer(text):
-        quoted = next(g for g in match.groups() if g is not None).strip().rstrip(".").lower()
-        if quoted in titles and (":" in quoted or _cued(text, match.start())):
-            cited.append(titles[quoted])
+    cited += _quoted_citations(text, titles)
     lowered = text.lower()
     for title, doc_id in titles.items():
         if ":" in title and title in lowered:
