@@ -269,3 +269,17 @@ def test_a_quoted_name_is_not_a_citation_unless_a_citing_word_precedes_it(
     script = _closing(task, closing.format(**case))
     verdict = gate_verdict(play_script(task, domain, script), domain, filters)
     assert verdict.kept, verdict.reasons
+
+
+def test_the_answer_said_before_a_read_page_stated_it_is_refused(task, domain):
+    from trajforge.generators.domains.search.claims import unread_answer_problems
+
+    found, world = synthesized(task), world_for(task.initial_state.seed)
+    last = found.question.path[-1].key
+    script = gold_script(task)
+    at = next(i for i, t in enumerate(script) if isinstance(t, Call) and t.name == "open"
+              and last in world.by_id[t.arguments["doc_id"]].facts)  # fmt: skip
+    early = [*script[:at], Say(f"It should be {found.question.answer}."), *script[at:]]
+    (problem,) = unread_answer_problems(play_script(task, domain, early))
+    assert "before a read document stated" in problem
+    assert unread_answer_problems(play_script(task, domain, script)) == []

@@ -11,9 +11,14 @@ Two claim types:
   not the source of the answer.
 - **named entity**: every name of the world the agent writes (prose, capitalised) or passes to a
   tool was shown to it first by a tool output or a user turn (names.py).
+- **the answer**: the agent first states the answer (in prose or in the `answer` call) only
+  after a document it read (opened, or a `find` in it) stated the chain's last fact. A search
+  snippet that happens to mention the answer's name in another connection is not evidence,
+  and neither is the `answer` tool's echo.
 
-Both are `TrajectoryCheck`s the domain declares (checks.py): the first under the policy filter
-(`policy.cite_read_documents`), the second under the hallucinated-values filter.
+All are `TrajectoryCheck`s the domain declares (checks.py): the first under the policy filter
+(`policy.cite_read_documents`), the second under the hallucinated-values filter, the third
+under answer-before-evidence.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from dataclasses import dataclass, field
 from trajforge.generators.domains.search.data_model import SearchWorld, normalise_answer, world_for
 from trajforge.generators.domains.search.names import (
     full_names,
+    mentions,
     unshown_names,
     world_name_tokens,
 )
@@ -156,3 +162,31 @@ def unshown_name_problems(trajectory: Trajectory) -> list[str]:
             trajectory.messages, world_name_tokens(seed), full_names(seed).values()
         )
     ]
+
+
+def _states(message: Message, answer: str) -> bool:
+    """The message says the answer in prose or gives it to the `answer` tool."""
+    texts = [message.content or ""]
+    texts += [str(c.arguments.get("text", "")) for c in message.tool_calls if c.name == "answer"]
+    return any(mentions(t.lower(), answer) for t in texts)
+
+
+def unread_answer_problems(trajectory: Trajectory) -> list[str]:
+    """The answer stated before any document the agent read stated the last fact of the chain."""
+    found = question_of(trajectory)
+    if found is None:
+        return []
+    question, world = found
+    last, answer = question.path[-1].key, question.answer.lower()
+    steps, read = {s.call.id: s for s in trajectory.steps}, set()
+    for index, message in enumerate(trajectory.messages):
+        if message.role != "assistant":
+            continue
+        if _states(message, answer) and last not in read:
+            return [
+                f"message {index} states {question.answer} before a read document stated {last}"
+            ]
+        for call in message.tool_calls:
+            if call.id in steps:
+                read |= step_facts(steps[call.id], world)
+    return []
