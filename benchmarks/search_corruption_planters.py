@@ -194,7 +194,11 @@ def skipped_reveal(base: Base, rng: random.Random) -> Script | None:
         )
         kept = [t for i, t in enumerate(script) if i not in drop]
         answer = _answer_at(kept)
-        variant = [*kept[:answer], Call("open", {"doc_id": other}), *kept[answer:]]
+        late = [
+            Call("search", {"query": base.name(hidden), "k": 10}),
+            Call("open", {"doc_id": other}),
+        ]
+        variant = [*kept[:answer], *late, *kept[answer:]]
         name = base.name(hidden).lower()
         uses = [
             i
