@@ -9,7 +9,8 @@ fidelity reads values with digits and self-introductions; these names have neith
 from __future__ import annotations
 
 from trajforge.generators.domains.search.claims import question_of
-from trajforge.generators.domains.search.names import name_tokens, tokens
+from trajforge.generators.domains.search.names import mentions, name_tokens, tokens
+from trajforge.generators.domains.search.world import entity
 from trajforge.schemas import Trajectory
 
 
@@ -19,16 +20,25 @@ def leaked_names(trajectory: Trajectory) -> list[tuple[int, str]]:
     if found is None:
         return []
     question, world = found
-    by_entity = name_tokens(world.seed)
+    by_entity, asked = name_tokens(world.seed), question.text.lower()
     chain = {n: by_entity[n] - tokens(question.text) for n in question.chain[1:]}
+    names = {n: entity(world.graph, n).name.lower() for n in chain}
     said: set[str] = set()  # what the agent told the user so far
+    told = ""
     leaks = []
     for index, message in enumerate(trajectory.messages):
-        words = tokens(message.content or "")
+        text = (message.content or "").lower()
+        words = tokens(text)
         if message.role == "assistant":
             said |= words
+            told += " " + text
         elif message.role == "user":
-            leaks += [(index, n) for n, parts in chain.items() if parts & (words - said)]
+            leaks += [
+                (index, n)
+                for n, parts in chain.items()
+                if parts & (words - said)
+                or (mentions(text, names[n]) and not mentions(asked + told, names[n]))
+            ]
     return leaks
 
 
