@@ -17,9 +17,14 @@ from trajforge.generators.domains.search.bm25 import tokenize
 
 #: Words that dress a query up without changing what it asks for.
 FILLER = frozenset(
-    ["please", "search", "find", "look", "lookup", "up", "for", "about", "info", "information",
-     "details", "detail", "document", "documents", "page", "pages", "me", "show", "any", "all",
-     "more", "some", "again", "entry", "article", "tell", "give"]
+    ["please", "search", "searching", "find", "finding", "look", "looking", "lookup", "up",
+     "for", "about", "regarding", "info", "information", "details", "detail", "document",
+     "documents", "page", "pages", "record", "records", "archive", "collection", "result",
+     "results", "query", "me", "us", "i", "we", "you", "show", "tell", "give", "get", "list",
+     "any", "all", "more", "some", "again", "also", "just", "now", "here", "there", "entry",
+     "article", "articles", "mention", "mentions", "mentioning", "related", "anything", "try",
+     "can", "could", "would", "want", "need", "know", "does", "do", "did", "are", "were", "be",
+     "been", "has", "have", "had", "his", "her", "their", "they", "he", "she", "when", "how"]
 )  # fmt: skip
 
 
