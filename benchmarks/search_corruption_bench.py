@@ -17,11 +17,12 @@ import asyncio
 import json
 import random
 import sys
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from corruption_bench import _summary  # noqa: E402  (bad rejected / good kept, as for retail)
 from search_corruption_planters import CLASSES, Base, script_of  # noqa: E402
 
 from trajforge.generators.agent import OracleAgent  # noqa: E402
@@ -88,19 +89,6 @@ def run(n_tasks: int, seed: int) -> dict:
         "bases": len(bases),
         "classes": per_class,
         "summary": _summary(per_class),
-    }
-
-
-def _summary(per_class: dict) -> dict:
-    totals: dict[str, Counter] = defaultdict(Counter)
-    for c in per_class.values():
-        totals[c["label"]].update(n=c["n"], rejected=c["rejected"])
-    bad, good = totals["bad"], totals["good"]
-    return {
-        "bad_rejected": bad["rejected"] / max(bad["n"], 1),
-        "good_kept": 1 - good["rejected"] / max(good["n"], 1),
-        "bad_n": bad["n"],
-        "good_n": good["n"],
     }
 
 
