@@ -77,7 +77,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     finetune = sub.add_parser("finetune", help="fine-tune a model on a run directory")
     fsub = finetune.add_subparsers(dest="finetune_command", required=True)
     sft = fsub.add_parser("sft", help="supervised fine-tuning (LoRA or full) on the train split")
-    sft.add_argument("--data", required=True, help="finished run directory")
+    sft.add_argument(
+        "--data",
+        required=True,
+        help="run directory, save_to_disk folder, data/<split>-*.parquet folder, JSONL file or "
+        "cached Hub id; rows with `messages` (+ `tools`)",
+    )
     sft.add_argument("--model", required=True, help="local model directory (transformers)")
     sft.add_argument("--output", required=True, help="output directory")
     sft.add_argument("--config", default=None, help="YAML with SFTConfig fields (flags win)")
@@ -239,6 +244,7 @@ def run(args: argparse.Namespace) -> int:
     """Dispatch a parsed `finetune ...` or `eval` command."""
     from trajforge.finetune.config import FinetuneConfigError
     from trajforge.finetune.families import FamilyError
+    from trajforge.finetune.sources import DataSourceError
 
     try:
         if args.command == "eval":
@@ -246,7 +252,7 @@ def run(args: argparse.Namespace) -> int:
         if args.finetune_command == "opd":
             return cmd_opd(args)
         return cmd_sft(args)
-    except (FinetuneConfigError, FamilyError) as err:
+    except (FinetuneConfigError, FamilyError, DataSourceError) as err:
         raise FinetuneCommandError(str(err)) from err
 
 

@@ -30,11 +30,11 @@ from trajforge.finetune import families
 from trajforge.finetune.batching import Batch, micro_batches, truncate
 from trajforge.finetune.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from trajforge.finetune.config import SFTConfig
-from trajforge.finetune.data import load_conversations, split_files
 from trajforge.finetune.families import get_family
 from trajforge.finetune.loss import accumulate_step, mean_loss
 from trajforge.finetune.modeling import load_for_training, pick_device, save_final
 from trajforge.finetune.render import TemplateError, TokenizedSample, render_and_mask
+from trajforge.finetune.sources import has_split, load_training_conversations
 from trajforge.schemas import derive_seed
 
 METRICS_FILE = "metrics.jsonl"
@@ -92,7 +92,7 @@ def tokenise_split(
 ) -> tuple[list[TokenizedSample], DataStats]:
     """Render, mask and tokenise a split; conversations that cannot train are counted, not kept."""
     family = get_family(family_name)
-    conversations = load_conversations(cfg.data, split)
+    conversations = load_training_conversations(cfg.data, split)
     kept: list[TokenizedSample] = []
     dropped: dict[str, int] = {}
     truncated = 0
@@ -174,7 +174,7 @@ def run_sft(cfg: SFTConfig) -> SFTResult:
     train, train_stats = tokenise_split(cfg, "train", tokenizer, family)
     validation, val_stats = (
         tokenise_split(cfg, "validation", tokenizer, family)
-        if split_files(cfg.data, "validation")
+        if has_split(cfg.data, "validation")
         else ([], None)
     )
     stats = [s.model_dump() for s in (train_stats, val_stats) if s is not None]

@@ -89,15 +89,15 @@ def save_tiny(
 
 
 def _corpus(run_dir: str | None, family: TemplateFamily) -> list[str]:
-    """Rendered conversations of a run's *train* split only (or a fixed sentence when there is
+    """Rendered conversations of `--data`'s *train* split only (or a fixed sentence when there is
     none): a tokenizer that saw validation or golden text would leak held-out strings (names,
     ids) into its merges, and an evaluation on them would flatter the model."""
     texts = ['The quick brown fox jumps over the lazy dog. 0123456789 {}[]:,"#']
     if run_dir:
-        from trajforge.finetune.data import load_conversations
         from trajforge.finetune.render import mask_segments
+        from trajforge.finetune.sources import load_training_conversations
 
-        for conv in load_conversations(run_dir, "train"):
+        for conv in load_training_conversations(run_dir, "train"):
             texts.append("".join(s.text for s in mask_segments(conv.messages, conv.tools, family)))
     return texts
 
@@ -106,7 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--output", required=True)
     parser.add_argument("--family", default="qwen2.5")
-    parser.add_argument("--data", default=None, help="run directory whose texts train the BPE")
+    parser.add_argument(
+        "--data", default=None, help="training data (as `finetune sft --data`) that trains the BPE"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--hidden", type=int, default=64, help="hidden size (default 64)")
     parser.add_argument("--layers", type=int, default=2, help="decoder layers (default 2)")
