@@ -16,10 +16,20 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs/guides/finetune.md"
 
 
-def readme_commands() -> list[list[str]]:
-    section = PAGE.read_text().split("# Fine-tuning and evaluation", 1)[1]
+def _commands(text: str, heading: str) -> list[list[str]]:
+    section = text.split(heading, 1)[1]
     block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
     return [shlex.split(line) for line in block.replace("\\\n", " ").splitlines() if line.strip()]
+
+
+def readme_commands() -> list[list[str]]:
+    return _commands(PAGE.read_text(), "# Fine-tuning and evaluation")
+
+
+def test_readme_shows_the_commands_of_the_docs_page():
+    """README.md's "Train on the result" block is the docs page's, so this test runs both."""
+    readme = _commands((ROOT / "README.md").read_text(), "## Train on the result")
+    assert readme == readme_commands()
 
 
 @pytest.mark.slow
