@@ -150,23 +150,17 @@ def run_domain(run_dir: str | Path, split: str = "golden"):
     tasks): the name the tasks carry, resolved through the run's own config.json, where a
     plug-in domain's import path lives (a directory without one: built-in domains only)."""
     from trajforge.finetune.data import load_tasks
-    from trajforge.generators.run_domains import (
-        RUN_CONFIG_FILE,
-        RunDomains,
-        domain_names_from_config_json,
-    )
+    from trajforge.generators.run_domains import RunDomains
 
-    config_file = Path(run_dir) / RUN_CONFIG_FILE
-    names = domain_names_from_config_json(config_file.read_text()) if config_file.exists() else ()
+    domains = RunDomains.of_local_run(run_dir)
     used = sorted({t.domain for t in load_tasks(run_dir, split)})
     if len(used) > 1:
         raise FinetuneCommandError(
             f"--tasks {run_dir}: the {split} split mixes domains ({', '.join(used)}); "
             "eval takes one domain at a time"
         )
-    if not used and not names:
+    if not used and not domains.configured:
         raise FinetuneCommandError(f"--tasks {run_dir} has no {split} tasks to evaluate")
-    domains = RunDomains(names)
     return domains.get(used[0]) if used else domains.only()
 
 

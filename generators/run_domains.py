@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -53,6 +54,15 @@ class RunDomains:
             domain = get_domain(name)
             self._domains.setdefault(name, domain)
             self._domains.setdefault(domain.name, domain)
+
+    @classmethod
+    def of_local_run(cls, run_dir: str | Path) -> RunDomains:
+        """A local run directory's domains, from its config.json; none configured (built-in
+        domains only) where there is none (a folder of trajectories, a hand-made run)."""
+        config_file = Path(run_dir) / RUN_CONFIG_FILE
+        if not config_file.is_file():
+            return cls()
+        return cls(domain_names_from_config_json(config_file.read_text()))
 
     @property
     def configured(self) -> tuple[str, ...]:

@@ -19,11 +19,7 @@ from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
 
-from trajforge.generators.run_domains import (
-    RUN_CONFIG_FILE,
-    RunDomains,
-    domain_names_from_config_json,
-)
+from trajforge.generators.run_domains import RunDomains
 from trajforge.pipelines.config import BuildConfig
 from trajforge.pipelines.resources import StageResources
 from trajforge.schemas import Trajectory, derive_seed
@@ -117,10 +113,7 @@ class _Checker:
 def source_domains(source: str) -> RunDomains:
     """The domains a source's records may name: a run directory's own (its config.json keeps
     a plug-in's import path; records keep only its short name), else the built-in ones."""
-    config_file = os.path.join(source, RUN_CONFIG_FILE)
-    if os.path.isdir(source) and os.path.exists(config_file):
-        return RunDomains(domain_names_from_config_json(Path(config_file).read_text()))
-    return RunDomains()
+    return RunDomains.of_local_run(source) if os.path.isdir(source) else RunDomains()
 
 
 def verify_file(source: str, output: str, config: BuildConfig | None = None) -> Counter:
