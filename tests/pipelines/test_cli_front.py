@@ -106,6 +106,15 @@ def test_verify_of_a_file_naming_an_unknown_domain_is_one_clear_error(plugin_run
     assert "'outlet'" in err and "--config" in err and "Traceback" not in err
 
 
+def test_a_runs_config_json_validates_again(plugin_run):
+    """Commands reading a run back (calibrate) re-validate its config.json, which holds every
+    field with its default (a default `rollout.noise` next to `agent: llm` once failed)."""
+    from trajforge.pipelines.config import BuildConfig
+
+    config = BuildConfig.model_validate(json.loads((plugin_run / "config.json").read_text()))
+    assert config.rollout.agent == "llm"
+
+
 def test_calibrate_resolves_a_plugin_domain_from_the_run(plugin_run, capsys):
     assert main(["calibrate", "--run", str(plugin_run), "--limit", "2"]) == 0
     report = json.loads((plugin_run / "calibration.json").read_text())
