@@ -103,7 +103,13 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--k", type=int, default=1, help="attempts per task (default 1)")
     ev.add_argument("--seed", type=int, default=0, help="seed of the fresh tasks (default 0)")
     ev.add_argument("--max-turns", type=int, default=20)
-    ev.add_argument("--max-in-flight", type=int, default=8)
+    ev.add_argument("--max-in-flight", type=int, default=8, help="attempts run at once")
+    ev.add_argument(
+        "--max-batch-size",
+        type=int,
+        default=8,
+        help="rows per batched generate of a model directory (default 8; at most --max-in-flight)",
+    )
     ev.add_argument("--temperature", type=float, default=0.0)
     ev.add_argument("--max-tokens", type=int, default=512, help="per agent turn")
     ev.add_argument("--family", default=None, help="template family of model directories")
@@ -178,6 +184,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "seed",
             "max_turns",
             "max_in_flight",
+            "max_batch_size",
             "temperature",
             "max_tokens",
             "family",

@@ -64,6 +64,7 @@ class EvalConfig(BaseModel):
     max_turns: int = Field(default=20, ge=1)
     max_steps: int = Field(default=40, ge=1)
     max_in_flight: int = Field(default=8, ge=1)
+    max_batch_size: int = Field(default=8, ge=1)  # rows per generate of a model directory
     temperature: float = Field(default=0.0, ge=0, le=2)
     max_tokens: int = Field(default=512, ge=1)
     family: str | None = None
@@ -312,7 +313,7 @@ def evaluate(
     and `left_out` as `select_tasks` found them)."""
     sampling = SamplingParams(temperature=cfg.temperature, max_tokens=cfg.max_tokens)
     make_agent: Callable[[Task, Domain], AgentPolicy] = agent_factory(
-        spec, sampling, cfg.family, cfg.base_url
+        spec, sampling, cfg.family, cfg.base_url, cfg.max_batch_size
     )
     user_spec = None if cfg.user == "scripted" else parse_agent(cfg.user_model)
     make_user = user_factory(user_spec, cfg.family, cfg.base_url)
