@@ -377,7 +377,7 @@ def format_table(reports: Sequence[EvalReport]) -> str:
         ]
         lines.append(f"{name:<28}{tasks:>6}" + "".join("  " + c for c in cells))
     lines.append(
-        "score [95% interval]: Wilson for success = pass^1, bootstrap over tasks for k > 1"
+        "score [95% interval]: Wilson over attempts for pass^1, bootstrap over tasks for k > 1"
     )
     return "\n".join(lines + _failure_lines(reports))
 
