@@ -401,10 +401,9 @@ def _failure_lines(reports: Sequence[EvalReport]) -> list[str]:
     lines = []
     base = reports[0].baseline
     if base is not None:
-        hats = " ".join(f"pass^{j} {v:.3f}" for j, v in base.pass_hat.items())
+        hats = ", ".join(f"pass^{j} {_cell(base, f'pass^{j}').strip()}" for j in base.pass_hat)
         lines.append(
-            f"build agent's baseline ({base.tasks} of these tasks, k attempts in the build): "
-            f"success {base.success:.3f} {hats}"
+            f"build agent's baseline ({base.tasks} of these tasks, k attempts in the build): {hats}"
         )
     for r in reports:
         counts = ", ".join(f"{reason} {n}" for reason, n in r.failures.items()) or "none"
