@@ -308,12 +308,11 @@ def make_manifest(
 
 
 def placeholder_card(config: BuildConfig) -> str:
-    """README.md while the build runs: its YAML points `load_dataset` at the default output's
-    train files, which exist only once the build has renamed its finished shards into place,
-    so loading an unfinished run fails ("Unable to find ...") instead of reading a partial
-    split or the run's side files. The finished card replaces it."""
-    output = "messages" if "messages" in config.output.views else shards.CANONICAL
-    path = f"{shards.output_dir(output)}/train-*.parquet"
+    """README.md while the build runs: its YAML points `load_dataset` at files that never
+    exist, so loading an unfinished run fails (no data files found) instead of reading a
+    partial split, or the run's side files (config.json, rejected/*.jsonl) as a dataset. The
+    finished card replaces it last but one, just before `_SUCCESS`."""
+    path = "build-not-finished/train-*.parquet"
     return (
         "---\nconfigs:\n- config_name: default\n  default: true\n  data_files:\n"
         f"  - split: train\n    path: {path}\n---\n\n# {config.name} (unfinished)\n\n"
@@ -398,9 +397,10 @@ def run_build(
     manifest["status"] = "failed" if failure else "succeeded"
     manifest["failure"] = failure
     ownership.write_text(run_dir, "manifest.json", json.dumps(manifest, indent=2, sort_keys=True))
-    # The card and the report are written for a failed build too: they show what happened.
-    ownership.write_text(run_dir, "README.md", dataset_card(run_dir, manifest))
+    # The report and the card are written for a failed build too: they show what happened.
+    # The card is last: until it replaces the placeholder, `load_dataset` refuses the run.
     write_report(run_dir)
+    ownership.write_text(run_dir, "README.md", dataset_card(run_dir, manifest))
     if failure:
         raise BuildFailed(failure, manifest)
     ownership.write_text(run_dir, io.SUCCESS_MARKER, manifest["finished_at"] + "\n")
