@@ -287,6 +287,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if report["warning"]:
         print(f"warning: {report['warning']}")
     print(f"\nWritten to {run}/calibration.json")
+    if report.get("problem"):  # the figures above are 0/0 or compare constants
+        print(f"error: {report['problem']}", file=sys.stderr)
+        return 1
     return 0
 
 
