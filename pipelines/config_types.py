@@ -24,8 +24,8 @@ def _options(annotation: Any) -> tuple[Any, ...]:
 
 def _kind_of_number(annotation: Any) -> type | None:
     options = _options(annotation)
-    if any(o is bool or o is str for o in options):
-        return None  # a bool (or text) is allowed there
+    if any(o is bool or o is str or get_origin(o) is Literal for o in options):
+        return None  # a bool or text is allowed there (`auto` | N fields validate themselves)
     if int in options:
         return int
     if float in options:
