@@ -93,8 +93,11 @@ def start(run_dir: str, config_hash: str, keep: Iterable[str] = ()) -> None:
     lines = [head, *(json.dumps(p) for p in sorted(set(keep)))]
     body = ("\n".join(lines) + "\n").encode("utf-8")
     if _remote(run_dir):
+        pieces = FileSystems.match([_abs(run_dir, f"{REMOTE_LEDGER_DIR}/*.txt")])[0]
         with FileSystems.create(_abs(run_dir, LEDGER)) as f:
             f.write(body)
+        if pieces.metadata_list:  # folded into the ledger just written (`keep`)
+            FileSystems.delete([m.path for m in pieces.metadata_list])
         return
     tmp = _abs(run_dir, f".{LEDGER}.tmp-{uuid.uuid4().hex}")
     with open(tmp, "wb") as f:

@@ -69,12 +69,18 @@ class RunDirError(Exception):
     """The output directory cannot be used as asked; the message says why and what to do."""
 
 
+#: Folders the build writes into (beside the reserved names): a symlink there would send
+#: the run's files into someone else's folder.
+WRITTEN_INTO = (io.REJECTED_DIR, io.DEAD_LETTER_DIR, io.DIFFICULTY_DIR, PROGRESS_DIR, CACHE_DIR)
+
+
 def _foreign(output: str, owned: set[str], deleting: set[str]) -> list[str]:
     """Paths under the reserved names that the run did not record (or that stay after the
-    deletion): the build would have to replace them, so it must not start."""
+    deletion), and links where the build writes: it would have to replace them or write
+    through them, so it must not start."""
     if "://" in output:
         return []
-    found = []
+    found = [n for n in WRITTEN_INTO if os.path.islink(os.path.join(output, n))]
     for name in RESERVED:
         path = os.path.join(output, name)
         if os.path.islink(path):

@@ -230,6 +230,17 @@ def test_a_link_that_replaced_one_of_our_files_is_not_deleted_through(run, tmp_p
     assert target.read_text() == "theirs"
 
 
+@pytest.mark.parametrize("name", ["rejected", "_progress", "cache"])
+def test_a_link_where_the_build_writes_is_refused(run, tmp_path, name):
+    """The build would write its files into the link's target (someone else's folder)."""
+    target = tmp_path / "home" / "elsewhere"
+    user_file(target / "summary.json", "theirs")
+    if (run / name).exists():
+        shutil.rmtree(run / name)
+    (run / name).symlink_to(target)
+    refused(overwrite, run, name)
+
+
 def test_the_run_folder_itself_may_be_a_link(run, tmp_path):
     link = tmp_path / "area" / "run-link"
     link.symlink_to(run)
