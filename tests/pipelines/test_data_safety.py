@@ -356,3 +356,27 @@ def test_a_second_concurrent_build_is_refused_end_to_end(tmp_path):
     finally:
         first.kill()
     assert (out / "_SUCCESS").exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# An unfinished run is refused by everything that reads it
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["show", "{run}"],
+        ["report", "{run}"],
+        ["publish", "{run}", "--repo-id", "org/name", "--dry-run"],
+        ["finetune", "sft", "--data", "{run}", "--model", "m", "--output", "{run}/../ft"],
+        ["eval", "--model", "m", "--tasks", "{run}"],
+    ],
+    ids=["show", "report", "publish", "finetune", "eval"],
+)
+def test_a_run_without_success_is_refused_in_one_line(run, capsys, argv):
+    (run / "_SUCCESS").unlink()  # killed after its manifest (status "succeeded") was written
+    before = snapshot(run.parent)
+    assert main([a.replace("{run}", str(run)) for a in argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no _SUCCESS" in err and "--resume" in err, err
+    assert snapshot(run.parent) == before
