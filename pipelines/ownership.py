@@ -116,7 +116,12 @@ def record(run_dir: str, rels: Iterable[str]) -> None:
         with FileSystems.create(_abs(run_dir, f"{REMOTE_LEDGER_DIR}/{name}")) as f:
             f.write(text)
         return
-    fd = os.open(_abs(run_dir, LEDGER), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+    try:
+        fd = os.open(_abs(run_dir, LEDGER), flags, 0o644)
+    except FileNotFoundError:  # a writer used outside a build (a transform in a test)
+        os.makedirs(run_dir, exist_ok=True)
+        fd = os.open(_abs(run_dir, LEDGER), flags, 0o644)
     try:
         os.write(fd, text)
     finally:

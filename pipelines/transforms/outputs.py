@@ -93,7 +93,7 @@ def plan_json(plan: splits.SplitPlan, items: list[splits.SplitKeys]) -> str:
 class WriteOutputs(beam.PTransform):
     """DatasetRecords -> leakage-guarded splits -> data/ and views/<name>/ Parquet shards."""
 
-    def __init__(self, run_dir: str, config: BuildConfig, staging: str):
+    def __init__(self, run_dir: str, config: BuildConfig, staging: str = ""):
         super().__init__()
         self.run_dir = run_dir
         self.staging = staging
@@ -153,8 +153,10 @@ def _keyed_rows(record: DatasetRecord, outputs: tuple[str, ...], plan: splits.Sp
 
 def _write(group: tuple[tuple[str, str, int, int], list], run_dir: str, base: str) -> str:
     """One shard, into the run's staging folder `base` (renamed to `data/`, `views/` when the
-    build ends, so no reader sees a split still being written)."""
+    build ends, so no reader sees a split still being written); `base` "": straight into
+    `data/` and `views/` (the transform used on its own, in tests)."""
     (output, split, shard, n), rows = group
-    rel = f"{base}/{shards.shard_rel(output, split, shard, n)}"
+    rel = shards.shard_rel(output, split, shard, n)
+    rel = f"{base}/{rel}" if base else rel
     shards.write_shard(rel, list(rows), shards.features_of(output), run_dir)
     return io.join(run_dir, rel)
