@@ -297,6 +297,12 @@ def delete_recorded(run_dir: str, selected: Callable[[str], bool] = lambda _: Tr
     return left
 
 
+def is_temporary(rel: str) -> bool:
+    """A writer's temporary name (`create`): never an output, always safe to clear."""
+    name = rel.rsplit("/", 1)[-1]
+    return name.startswith(".") and ".tmp-" in name
+
+
 def under(*names: str) -> Callable[[str], bool]:
     """A selector: the paths at or under any of the top-level `names`."""
     return lambda rel: rel.split("/", 1)[0] in names

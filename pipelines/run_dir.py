@@ -169,7 +169,11 @@ def prepare_run_dir(
         if overwrite:
             selected = (lambda rel: True) if clear_cache else (lambda rel: not _in_cache(rel))
         else:
-            partial = ownership.under(*PARTIAL_OUTPUTS)
+            under_partial = ownership.under(*PARTIAL_OUTPUTS)
+
+            def partial(rel: str) -> bool:  # and a killed writer's temporary files
+                return under_partial(rel) or ownership.is_temporary(rel)
+
             selected = (lambda rel: partial(rel) or _in_cache(rel)) if clear_cache else partial
         deleting = {p for p in owned if selected(p)}
         _refuse_foreign(output, owned, deleting, "--overwrite" if overwrite else "--resume")

@@ -380,3 +380,13 @@ def test_a_run_without_success_is_refused_in_one_line(run, capsys, argv):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "no _SUCCESS" in err and "--resume" in err, err
     assert snapshot(run.parent) == before
+
+
+def test_resume_clears_a_killed_writers_temporary_file_and_only_that(run):
+    ownership.record(str(run), [".manifest.json.tmp-abc123"])
+    ours = user_file(run / ".manifest.json.tmp-abc123", '{"half": ')
+    theirs = user_file(run / ".notes.tmp-draft")  # looks alike, never recorded
+    before = snapshot(run.parent, [run])
+    resume(run)
+    assert_no_user_byte_lost(before)
+    assert not ours.exists() and theirs.exists()

@@ -58,10 +58,10 @@ KILLER = textwrap.dedent(
         if point == "card" and rel == "README.md" and writes.count("README.md") == 2:
             die()  # the finished card (the first README is the placeholder)
         if (point, rel) == ("manifest", "manifest.json"):
-            if rel == "manifest.json":  # half a manifest under its temporary name
-                with ownership.create(run_dir, "manifest.json.partial") as f:
-                    f.write(text[: len(text) // 2].encode())
-            die()
+            with ownership.create(run_dir, rel) as f:  # killed half-way through the write
+                f.write(text[: len(text) // 2].encode())
+                f.flush()
+                die()
         return real_write(run_dir, rel, text)
 
     ownership._rename, ownership.move, ownership.write_text = rename, move, write_text
