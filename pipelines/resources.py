@@ -112,8 +112,24 @@ def shared_role_clients(config: BuildConfig, run_dir: str, processes: int = 1) -
     key = (config.config_hash(), cache_path or "", processes)
     with _LOCK:
         if key not in _PROCESS_CLIENTS:
+            if cache_path is not None and "://" not in run_dir:
+                _record_cache(run_dir, cache_path)
             _PROCESS_CLIENTS[key] = _build_role_clients(config, cache_path, processes)
         return _PROCESS_CLIENTS[key]
+
+
+#: The files sqlite makes beside its database (WAL mode, and a rollback journal on fallback).
+SQLITE_SIDE_FILES = ("", "-wal", "-shm", "-journal")
+
+
+def _record_cache(run_dir: str, cache_path: str) -> None:
+    """The cache is the run's: its folder and sqlite's files are recorded before sqlite
+    creates them (sqlite writes them itself, so the names are recorded here, by their owner)."""
+    from trajforge.pipelines import ownership
+
+    rel = os.path.relpath(cache_path, run_dir).replace(os.sep, "/")
+    ownership.ensure_dir(run_dir, rel.rsplit("/", 1)[0])
+    ownership.record(run_dir, [rel + side for side in SQLITE_SIDE_FILES])
 
 
 def forget_process_clients(run_dir: str) -> None:

@@ -65,6 +65,7 @@ BuiltinReason = Literal[
     "oversized_content",
     "oversized_arguments",
     "control_token",
+    "prompt_injection",  # instructions addressed to the model in user or tool text
     # outcome
     "state_mismatch",
     "outputs_not_communicated",
