@@ -4,14 +4,28 @@ A write task whose closing is "Your request has been completed" teaches an agent
 the user never learns the new status, the refund or the address now on file. For each successful
 write, some later agent text must state one of the values the write changed (the new status, an
 amount, the new address line) or name the written object together with what was done.
+
+"Later" means after the write's result in the message list. The step is located by its call id
+(`dialogue.call_positions`), never by `StepRecord.turn`, which counts user turns: read as a
+message index it pointed before the confirmation prompt, so the prompt ("Shall I cancel order
+#W1?") counted as telling the result and every confirmed write passed.
+
+What a good closing must say, and what the blueprint drafts say (`agent_voice.write_report`,
+one sentence per successful write): the written object by its id with the action in any form
+("cancelled", "the cancellation of #W1"), or a value the write produced (the new status, the
+refund, the new address). A summary that reports none of them for some write is refused.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import ClassVar
 
 from trajforge.generators.values import leaf_strings, mentions_value
+from trajforge.generators.vocabulary import GENERIC_ACTION_VERBS
 from trajforge.schemas import RejectionReason, StepRecord, Trajectory
+from trajforge.verifiers.dialogue import call_positions
 from trajforge.verifiers.protocol import FilterContext, FilterModel
 from trajforge.verifiers.result import FilterResult
 
@@ -28,36 +42,59 @@ def _object_ids(step: StepRecord) -> list[str]:
     return [v for k, v in step.call.arguments.items() if k.endswith("_id") and isinstance(v, str)]
 
 
-def _told(step: StepRecord, later: list[str]) -> bool:
-    words = step.call.name.split("_")
+def action_stems(tool: str, action_verbs: Mapping[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """Word stems that say what `tool` did: its leading verb without a final e/y ("cancel",
+    "modif", "exchang"), and every narrated verb the domain backs with that tool ("refunded"
+    for a cancel in retail)."""
+    verb = tool.split("_")[0].lower()
+    stems = {verb.rstrip("ey") if len(verb) > 4 else verb}
+    stems |= {
+        v.removesuffix("ed")
+        for v, tools in action_verbs.items()
+        if tools and any(t in tool for t in tools)
+    }
+    return tuple(sorted(s for s in stems if len(s) >= 3))
+
+
+def _says_action(text: str, stems: tuple[str, ...]) -> bool:
+    words = re.findall(r"[a-z]+", text.lower())
+    return any(w.startswith(stem) for w in words for stem in stems)
+
+
+def _told(step: StepRecord, later: list[str], action_verbs: Mapping[str, tuple[str, ...]]) -> bool:
+    stems = action_stems(step.call.name, action_verbs)
     for text in later:
         if any(mentions_value(text, v) for v in _changed_values(step)):
             return True
         named = any(mentions_value(text, o) for o in _object_ids(step))
-        if named and any(w in text.lower() for w in words if len(w) > 3):
+        if named and _says_action(text, stems):
             return True
     return False
 
 
-def untold_writes(trajectory: Trajectory) -> list[StepRecord]:
-    """Successful writes whose result no later agent text reports."""
+def untold_writes(
+    trajectory: Trajectory, action_verbs: Mapping[str, tuple[str, ...]] = GENERIC_ACTION_VERBS
+) -> list[StepRecord]:
+    """Successful writes whose result no agent text after that result reports."""
+    positions = call_positions(trajectory)
     untold = []
     for step in trajectory.steps:
         if not step.mutating or step.error is not None or not step.state_diff:
             continue
+        at = positions.get(step.call.id, len(trajectory.messages))
         later = [
-            m.content
-            for m in trajectory.messages[step.turn + 1 :]
-            if m.role == "assistant" and m.content
+            m.content for m in trajectory.messages[at + 1 :] if m.role == "assistant" and m.content
         ]
-        if not _told(step, later):
+        if not _told(step, later, action_verbs):
             untold.append(step)
     return untold
 
 
-def check_outcome_told(trajectory: Trajectory) -> FilterResult:
+def check_outcome_told(
+    trajectory: Trajectory, action_verbs: Mapping[str, tuple[str, ...]] = GENERIC_ACTION_VERBS
+) -> FilterResult:
     """Reject (`outcome_not_told`) when a write's result is never reported to the user."""
-    untold = untold_writes(trajectory)
+    untold = untold_writes(trajectory, action_verbs)
     if not untold:
         return FilterResult.ok()
     listed = ", ".join(f"step {s.index} {s.call.name}" for s in untold)
@@ -71,4 +108,4 @@ class OutcomeToldFilter(FilterModel):
     reasons: ClassVar[tuple[RejectionReason, ...]] = ("outcome_not_told",)
 
     def check(self, trajectory: Trajectory, context: FilterContext) -> FilterResult:
-        return check_outcome_told(trajectory)
+        return check_outcome_told(trajectory, context.domain.vocabulary.action_verbs)
