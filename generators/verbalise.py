@@ -10,7 +10,7 @@ yields a correct trajectory.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from trajforge.generators.blueprint_plan import Utterance
@@ -62,7 +62,9 @@ def keeps_draft(text: str, draft: str, share: float = 0.5) -> bool:
 
 
 def acceptable(
-    text: str, utterance: Utterance, action_verbs: Iterable[str] = GENERIC_VOCABULARY.action_verbs
+    text: str,
+    utterance: Utterance,
+    action_verbs: Mapping[str, tuple[str, ...]] = GENERIC_VOCABULARY.action_verbs,
 ) -> bool:
     """A rewrite is kept only if it keeps the entities and meaning, invents none, stays in role."""
     if not text or len(text) > max(240, 3 * len(utterance.draft)) or "###" in text:
@@ -75,6 +77,10 @@ def acceptable(
         return False
     if asks_confirmation(utterance.draft) and not (asks_confirmation(text) and "?" in text):
         return False  # a confirmation prompt must still ask (the policy rules read it)
+    if not all(
+        w.told_by(text, action_verbs) for w in utterance.tells if w.told_by(utterance.draft)
+    ):
+        return False  # the closing still tells each write its draft told (outcome_told's rule)
     return check_entities(text, utterance.required, utterance.facts).ok
 
 

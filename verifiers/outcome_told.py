@@ -10,19 +10,19 @@ amount, the new address line) or name the written object together with what was 
 message index it pointed before the confirmation prompt, so the prompt ("Shall I cancel order
 #W1?") counted as telling the result and every confirmed write passed.
 
-What a good closing must say, and what the blueprint drafts say (`agent_voice.write_report`,
-one sentence per successful write): the written object by its id with the action in any form
-("cancelled", "the cancellation of #W1"), or a value the write produced (the new status, the
-refund, the new address). A summary that reports none of them for some write is refused.
+What a good closing must say is `generators.reports.WriteOutcome.told_by`, the rule the
+blueprint drafts (`agent_voice.write_report`, one sentence per successful write) and the
+verbaliser's check of a rewritten closing share: the written object by its id with the action
+in any form ("cancelled", "the cancellation of #W1"), or a value the write produced (the new
+status, the refund, the new address). A summary that reports neither for some write is refused.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import ClassVar
 
-from trajforge.generators.values import leaf_strings, mentions_value
+from trajforge.generators.reports import WriteOutcome
 from trajforge.generators.vocabulary import GENERIC_ACTION_VERBS
 from trajforge.schemas import RejectionReason, StepRecord, Trajectory
 from trajforge.verifiers.dialogue import call_positions
@@ -30,46 +30,9 @@ from trajforge.verifiers.protocol import FilterContext, FilterModel
 from trajforge.verifiers.result import FilterResult
 
 
-def _changed_values(step: StepRecord) -> list[str]:
-    """The new values a write produced, as text worth saying (no empty or one-letter leaves)."""
-    values = []
-    for entry in step.state_diff:
-        values += [v for v in leaf_strings(entry.after) if len(v.strip()) >= 3]
-    return values
-
-
-def _object_ids(step: StepRecord) -> list[str]:
-    return [v for k, v in step.call.arguments.items() if k.endswith("_id") and isinstance(v, str)]
-
-
-def action_stems(tool: str, action_verbs: Mapping[str, tuple[str, ...]]) -> tuple[str, ...]:
-    """Word stems that say what `tool` did: its leading verb without a final e/y ("cancel",
-    "modif", "exchang"), and every narrated verb the domain backs with that tool ("refunded"
-    for a cancel in retail)."""
-    verb = tool.split("_")[0].lower()
-    stems = {verb.rstrip("ey") if len(verb) > 4 else verb}
-    stems |= {
-        v.removesuffix("ed")
-        for v, tools in action_verbs.items()
-        if tools and any(t in tool for t in tools)
-    }
-    return tuple(sorted(s for s in stems if len(s) >= 3))
-
-
-def _says_action(text: str, stems: tuple[str, ...]) -> bool:
-    words = re.findall(r"[a-z]+", text.lower())
-    return any(w.startswith(stem) for w in words for stem in stems)
-
-
-def _told(step: StepRecord, later: list[str], action_verbs: Mapping[str, tuple[str, ...]]) -> bool:
-    stems = action_stems(step.call.name, action_verbs)
-    for text in later:
-        if any(mentions_value(text, v) for v in _changed_values(step)):
-            return True
-        named = any(mentions_value(text, o) for o in _object_ids(step))
-        if named and _says_action(text, stems):
-            return True
-    return False
+def outcome_of(step: StepRecord) -> WriteOutcome:
+    """What telling this step's result means (`generators.reports`, shared with the drafts)."""
+    return WriteOutcome.of(step.call.name, step.call.arguments, (d.after for d in step.state_diff))
 
 
 def untold_writes(
@@ -85,7 +48,7 @@ def untold_writes(
         later = [
             m.content for m in trajectory.messages[at + 1 :] if m.role == "assistant" and m.content
         ]
-        if not _told(step, later, action_verbs):
+        if not any(outcome_of(step).told_by(text, action_verbs) for text in later):
             untold.append(step)
     return untold
 

@@ -54,3 +54,17 @@ def told_by(said: str) -> bool:
 
 def test_an_id_without_the_action_does_not_tell():
     assert not told_by("Order #W1234567 is on file. Anything else?")
+
+
+def test_a_rewritten_closing_must_still_tell_each_write():
+    from trajforge.generators.blueprint_plan import Utterance
+    from trajforge.generators.reports import WriteOutcome
+    from trajforge.generators.verbalise import acceptable
+
+    cancel = WriteOutcome.of("cancel_pending_order", {"order_id": "#W1234567"}, ["cancelled"])
+    draft = "I've cancelled order #W1234567. Is there anything else I can help you with?"
+    closing = Utterance("assistant", draft, (), (draft,), (cancel,))
+    summary = "Order #W1234567 is all set. Is there anything else I can help you with?"
+    assert not acceptable(summary, closing)
+    assert acceptable(summary, Utterance("assistant", draft, (), (draft,)))  # the old check
+    assert acceptable("Order #W1234567 is cancelled now. Anything else I can help with?", closing)
