@@ -75,3 +75,6 @@ class ClaimTypes(BaseModel):
     statuses: tuple[str, ...] = ()
     status_field: str = "status"
     address_pattern: str | None = None  # regex of a street address line in text
+    #: Check street addresses found by the value grammar (`generators.value_grammar`: full and
+    #: abbreviated street types, with or without a zip) against the addresses shown so far.
+    addresses: bool = False

@@ -68,3 +68,90 @@ def test_a_rewritten_closing_must_still_tell_each_write():
     assert not acceptable(summary, closing)
     assert acceptable(summary, Utterance("assistant", draft, (), (draft,)))  # the old check
     assert acceptable("Order #W1234567 is cancelled now. Anything else I can help with?", closing)
+
+
+# --- claim attribution (verifiers/claims.py, grounding.py) -------------------------------------
+
+OTHER = {"order_id": "#W7654321", "status": "delivered", "total": 20.0, "user_id": "sara_doe_1234"}
+
+
+def both_orders_cancel_one() -> Convo:
+    """Reads #W7654321 too, then cancels #W1234567 (the canonical cancel)."""
+    c = cancel_convo()
+    c.messages.pop()  # the user's close; the closing is the last message now
+    closing = c.messages.pop()
+    c.call("get_order_details", order_id="#W7654321").result(OTHER)
+    c.messages.append(closing)
+    return c
+
+
+def grounding(c: Convo) -> str | None:
+    from trajforge.generators.domains.retail.rules import RETAIL_CLAIMS
+    from trajforge.verifiers.grounding import check_grounded_claims
+
+    return check_grounded_claims(c.build(make_task()), RETAIL_CLAIMS, VERBS).reason
+
+
+def test_an_active_claim_is_bound_to_the_object_it_names():
+    for said in (
+        "I have also returned order #W7654321.",  # active, with "also"
+        "I went ahead and cancelled #W7654321 as well.",  # after a conjunction
+        "The order I cancelled is #W7654321.",  # the id attached to the action
+        "Order #W7654321 was cancelled too.",  # passive
+    ):
+        assert grounding(both_orders_cancel_one().agent(said)) == "ungrounded_claim", said
+    for said in (
+        "I have cancelled order #W1234567 and checked #W7654321 for you.",
+        "The order I cancelled is #W1234567.",
+        "Order #W7654321 was delivered; I cancelled #W1234567.",
+        "Shall I also cancel #W7654321?",  # a proposal, not a claim
+        "I haven't returned #W7654321.",  # negated
+    ):
+        assert grounding(both_orders_cancel_one().agent(said)) is None, said
+
+
+def test_claims_name_their_object_in_either_voice():
+    from trajforge.verifiers.claims import action_claims
+
+    pattern = r"#W\d{7}"
+    found = action_claims("Your order #W1234567 has been cancelled.", VERBS, pattern)
+    assert [(c.verb, c.objects) for c in found] == [("cancelled", ("#W1234567",))]
+    found = action_claims("Order #W1 is pending, and I have cancelled #W7654321.", VERBS, pattern)
+    assert [(c.verb, c.objects) for c in found] == [("cancelled", ("#W7654321",))]
+    assert action_claims("You returned #W1234567 last week.", VERBS, pattern) == []
+    assert action_claims("Once it is returned you get $5.", VERBS, pattern) == []
+
+
+# --- values through one grammar (generators/value_grammar.py) ----------------------------------
+
+
+def test_an_address_is_found_in_full_and_abbreviated_form():
+    from trajforge.generators.value_grammar import address_keys, addresses_in, typed_values
+
+    for full, short in (
+        ("12 Orchard Lane", "12 Orchard Ln"),
+        ("4410 Clearwater Bay Boulevard", "4410 Clearwater Bay Blvd."),
+        ("7 Juniper Terrace", "7 Juniper Ter"),
+        ("88 Falcon Court", "88 Falcon Ct"),
+        ("3 Meadow Street", "3 Meadow St"),
+        ("19 Copper Avenue", "19 Copper Ave"),
+        ("5 Birch Place", "5 Birch Pl"),
+        ("60 Lantern Drive", "60 Lantern Dr"),
+        ("2 Quarry Road", "2 Quarry Rd"),
+    ):
+        assert address_keys(f"ship to {full}, please") == address_keys(f"ship to {short}"), full
+        assert address_keys(f"ship to {full}") and address_keys(f"{short}, Fairhaven, WA 98225")
+    assert addresses_in("moved to 77 Juniper Terrace, Apt 3")[0].unit == "3"
+    assert address_keys("I have 2 items in the way") == frozenset()
+    assert address_keys("order #W1234567 for $54.90") == frozenset()
+    kinds = {v.kind for v in typed_values("#W1234567, $54.90, 2025-01-02, a@b.co, 5 Elm Ct")}
+    assert kinds == {"id", "amount", "date", "email", "address"}
+
+
+def test_a_spelled_out_address_without_zip_must_have_been_shown():
+    shown = both_orders_cancel_one().user("Ship the next one to 12 Orchard Ln please.")
+    assert grounding(shown.agent("Noted, 12 Orchard Lane it is.")) is None
+    assert (
+        grounding(both_orders_cancel_one().agent("I will ship it to 12 Orchard Lane."))
+        == "ungrounded_claim"
+    )
