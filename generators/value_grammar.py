@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
-from trajforge.generators.values import extract_values
+from trajforge.generators.values import amount_key, extract_values
 
 #: Street type, spelled out -> its USPS abbreviation (the canonical form of a key).
 STREET_TYPES: MappingProxyType[str, str] = MappingProxyType(
@@ -109,10 +109,54 @@ def address_keys(text: str) -> frozenset[str]:
     return frozenset(a.key for a in addresses_in(text))
 
 
+_MONTHS = (
+    "january", "february", "march", "april", "may", "june", "july", "august", "september",
+    "october", "november", "december",
+)  # fmt: skip
+_MONTH_NAMES = sorted(
+    {n.title() for n in _MONTHS} | {n[:3].title() + "." for n in _MONTHS} | {"Sept."}, key=len
+)
+_MONTH = "(" + "|".join(re.escape(n).replace(r"\.", r"\.?") for n in reversed(_MONTH_NAMES)) + ")"
+_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
+_WORD_DATE = re.compile(
+    rf"\b{_MONTH}\s+{_DAY}(?:,?\s+(\d{{4}}))?\b|\b{_DAY}\s+(?:of\s+)?{_MONTH}(?:,?\s+(\d{{4}}))?\b"
+)
+_MONEY = re.compile(
+    r"(?<![\w.])\$\s?(\d[\d,]*(?:\.\d{1,2})?)(?![\d])|(?<![\w.$])(\d[\d,]*(?:\.\d{1,2})?)\s+"
+    r"(?:dollars|usd|bucks)\b",
+    re.IGNORECASE,
+)
+
+
+def dates_in(text: str) -> tuple[Value, ...]:
+    """Dates written with a month name ("March 3", "3rd of Mar 2025"): key `date:<month>-<day>`
+    (with `-<year>` when given), so either order and any month spelling compare equal."""
+    found = []
+    for m in _WORD_DATE.finditer(text):
+        month, day, year = (m.group(1), m.group(2), m.group(3)) if m.group(1) else m.group(5, 4, 6)
+        index = next(i for i, name in enumerate(_MONTHS, 1) if name.startswith(month.lower()[:3]))
+        if not 1 <= int(day) <= 31:
+            continue
+        key = f"date:{index:02d}-{int(day):02d}" + (f"-{year}" if year else "")
+        found.append(Value("date", m.group(0), key))
+    return tuple(found)
+
+
+def money_in(text: str) -> tuple[Value, ...]:
+    """Amounts of money, whole or with cents ("$812", "812 dollars", "$54.90"): key
+    `amount:<float>` as `generators.values.amount_key` writes it."""
+    return tuple(
+        Value("amount", m.group(0), "amount:" + amount_key(m.group(1) or m.group(2)))
+        for m in _MONEY.finditer(text)
+    )
+
+
 def typed_values(text: str) -> tuple[Value, ...]:
-    """Every value of `text` with its kind: addresses by this grammar, the rest as
-    `generators.values.extract_values` normalises them (amounts as `amount:<float>`)."""
+    """Every value of `text` with its kind: addresses, dates in words and money by this grammar,
+    the rest as `generators.values.extract_values` normalises them (amounts as
+    `amount:<float>`)."""
     out = [Value("address", a.text, a.key) for a in addresses_in(text)]
+    out += [*dates_in(text), *money_in(text)]
     for key in sorted(extract_values(text)):
         if key.startswith("amount:"):
             kind: Kind = "amount"
@@ -123,4 +167,4 @@ def typed_values(text: str) -> tuple[Value, ...]:
         else:
             kind = "id"
         out.append(Value(kind, key, key))
-    return tuple(out)
+    return tuple({(v.kind, v.key): v for v in reversed(out)}.values())[::-1]

@@ -155,3 +155,74 @@ def test_a_spelled_out_address_without_zip_must_have_been_shown():
         grounding(both_orders_cancel_one().agent("I will ship it to 12 Orchard Lane."))
         == "ungrounded_claim"
     )
+
+
+# --- user turns held to their scenario (user_fidelity.py) --------------------------------------
+
+STATUS_WORDS = VOCABULARY.answer_words
+
+
+def status_task(outputs: tuple[str, ...] = ("delivered",)):
+    return make_task(
+        task_types=("order_status",),
+        known_info={"email": "sara@example.com", "order_id": "#W1234567"},
+        expected_outputs=outputs,
+        instructions="Ask what the status of order #W1234567 is.",
+    )
+
+
+def status_convo(opening: str, agent_says: str = "Order #W1234567 is delivered.") -> Convo:
+    c = Convo().user(opening)
+    c.call("find_user_id_by_email", email="sara@example.com").result("sara_doe_1234")
+    c.call("get_order_details", order_id="#W1234567").result({**ORDER_D})
+    return c.agent(agent_says).user("Thanks ###STOP###")
+
+
+ORDER_D = {"order_id": "#W1234567", "status": "delivered", "user_id": "sara_doe_1234"}
+
+
+def fidelity(c: Convo, task=None) -> str | None:
+    from trajforge.verifiers.user_fidelity import check_user_fidelity
+
+    return check_user_fidelity(c.build(task or status_task()), STATUS_WORDS).reason
+
+
+def test_a_user_turn_that_states_the_looked_up_answer_in_words_is_refused():
+    for opening in (
+        "Hi, sara@example.com. My order #W1234567 is delivered, can you confirm?",
+        "sara@example.com here; #W1234567 already shows as delivered.",
+        "Order #W1234567 was cancelled last week, I'm sara@example.com.",  # an answer word
+    ):
+        assert fidelity(status_convo(opening)) == "user_states_answer", opening
+    for opening in (
+        "Hi, sara@example.com. Is order #W1234567 delivered yet?",  # asks
+        "sara@example.com: what's the status of #W1234567?",
+        "Hi, sara@example.com. It hasn't been delivered, what's going on with #W1234567?",
+    ):
+        assert fidelity(status_convo(opening)) is None, opening
+    # told by the agent first: the user may repeat it
+    c = status_convo("Hi, sara@example.com, status of #W1234567?")
+    c.user("So it is delivered, great.")
+    assert fidelity(c) is None
+
+
+def test_facts_in_words_not_in_the_scenario_are_refused():
+    for invented in (
+        "I moved to 12 Orchard Lane last month.",  # an address without a zip, spelled out
+        "I ordered it on March 3rd.",  # a date in words
+        "I paid $812 for it.",  # money without cents
+    ):
+        opening = f"Hi, sara@example.com. {invented} Status of #W1234567?"
+        assert fidelity(status_convo(opening)) == "user_hallucination", invented
+    given = make_task(
+        task_types=("order_status",),
+        known_info={
+            "email": "sara@example.com",
+            "order_id": "#W1234567",
+            "address": "12 Orchard Ln",
+        },
+        instructions="Ask about order #W1234567 (bought 2025-03-03 for $812).",
+    )
+    for said in ("I moved to 12 Orchard Lane.", "I ordered it on March 3rd.", "I paid $812."):
+        opening = f"Hi, sara@example.com. {said} Status of #W1234567?"
+        assert fidelity(status_convo(opening), given) is None, said
