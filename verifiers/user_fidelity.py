@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
+from trajforge.generators.roles import narrates
 from trajforge.generators.value_grammar import typed_values
 from trajforge.generators.values import extract_values, normalise, whole_token_in
 from trajforge.schemas import RejectionReason, Trajectory
@@ -173,10 +174,13 @@ def role_confused_turns(trajectory: Trajectory) -> list[int]:
     again on the finished record: a record from another system never went through it)."""
     from trajforge.generators.user import looks_like_agent
 
+    name = trajectory.task.persona.name
     return [
         i
         for i, m in enumerate(trajectory.messages)
-        if m.role == "user" and m.content and looks_like_agent(m.content)
+        if m.role == "user"
+        and m.content
+        and (looks_like_agent(m.content) or narrates(m.content, name))
     ]
 
 

@@ -226,3 +226,35 @@ def test_facts_in_words_not_in_the_scenario_are_refused():
     for said in ("I moved to 12 Orchard Lane.", "I ordered it on March 3rd.", "I paid $812."):
         opening = f"Hi, sara@example.com. {said} Status of #W1234567?"
         assert fidelity(status_convo(opening), given) is None, said
+
+
+# --- role confusion by what the words do (generators/roles.py) ---------------------------------
+
+
+def with_user_turn(text: str) -> Convo:
+    c = cancel_convo()
+    c.messages.insert(2, c.messages[1].model_copy(update={"content": text}))
+    return c
+
+
+def test_a_user_turn_speaking_as_the_agent_in_paraphrase_is_refused():
+    from trajforge.verifiers.user_fidelity import check_user_fidelity
+
+    for said in (
+        "Let me pull up your account real quick.",
+        "One moment while I check your order.",
+        "I can see here that your order is on its way.",
+        "Could you please confirm your email address?",
+        "Sara Doe, the customer, wants to cancel her order.",  # narrator
+        "The customer would like a refund for the order.",
+        "Sara wants to cancel the order she placed.",  # narrated by name
+    ):
+        result = check_user_fidelity(with_user_turn(said).build(make_task()))
+        assert result.reason == "role_confusion", said
+    for said in (
+        "Let me check my email for the number.",
+        "Can you check your records for my order?",
+        "I'd like to cancel, I ordered it by mistake.",
+        "Is there anything else I need to do?",
+    ):
+        assert check_user_fidelity(with_user_turn(said).build(make_task())).passed, said
