@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from trajforge.generators.bare_turns import is_bare
 from trajforge.generators.blueprint_plan import Utterance
 from trajforge.generators.entities import check_entities
 from trajforge.generators.prompts import verbaliser_system_prompt, verbaliser_user_prompt
@@ -65,12 +66,15 @@ def acceptable(
     text: str,
     utterance: Utterance,
     action_verbs: Mapping[str, tuple[str, ...]] = GENERIC_VOCABULARY.action_verbs,
+    names: Iterable[str] = (),
 ) -> bool:
     """A rewrite is kept only if it keeps the entities and meaning, invents none, stays in role."""
     if not text or len(text) > max(240, 3 * len(utterance.draft)) or "###" in text:
         return False
     if _PROMPT_LEAK.search(text) or not keeps_draft(text, utterance.draft):
         return False
+    if is_bare(text, names) and not is_bare(utterance.draft, names):
+        return False  # "Dario Marlowe," for "Right, I'm Dario Marlowe.": keep the draft
     if utterance.speaker == "user" and looks_like_agent(text, action_verbs):
         return False
     if utterance.speaker == "user" and _claims_another_name(text, utterance.facts):
@@ -136,7 +140,7 @@ class Verbaliser:
             self.cost = self.cost + response_cost(response)
             text = clean_utterance(response.message.content or "")
             if not response.message.tool_calls and acceptable(
-                text, utterance, self.vocabulary.action_verbs
+                text, utterance, self.vocabulary.action_verbs, (self.task.persona.name,)
             ):
                 self.model_written += 1
                 return text

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from trajforge.generators.plugins import PluginError, is_plugin_path, load_object
+from trajforge.verifiers.degenerate import DegenerateTurnsFilter
 from trajforge.verifiers.grounding import GroundedClaimsFilter
 from trajforge.verifiers.hallucination import HallucinatedValuesFilter
 from trajforge.verifiers.loops import LoopsFilter
@@ -37,6 +38,7 @@ FILTERS: MappingProxyType[str, type[Any]] = MappingProxyType(
             HallucinatedValuesFilter,
             LoopsFilter,
             UserFidelityFilter,
+            DegenerateTurnsFilter,
             PolicyFilter,
             OutcomeToldFilter,
             GroundedClaimsFilter,

@@ -258,3 +258,45 @@ def test_a_user_turn_speaking_as_the_agent_in_paraphrase_is_refused():
         "Is there anything else I need to do?",
     ):
         assert check_user_fidelity(with_user_turn(said).build(make_task())).passed, said
+
+
+# --- degenerate turns (generators/bare_turns.py, verifiers/degenerate.py) ----------------------
+
+
+def test_a_turn_that_is_only_a_name_a_value_or_the_last_turn_again_is_refused():
+    from trajforge.verifiers.degenerate import check_degenerate_turns
+
+    def verdict(c: Convo) -> str | None:
+        return check_degenerate_turns(c.build(make_task())).reason
+
+    def answered(reply: str) -> Convo:
+        return (
+            Convo()
+            .user("Hi, I want to cancel an order.")
+            .agent("May I have your name?")
+            .user(reply)
+        )
+
+    for bad in ("Sara Doe,", "Sara", "sara@example.com", "#W1234567.", "12 Orchard Lane"):
+        assert verdict(answered(bad)) == "degenerate_turn", bad
+    for good in ("I'm Sara Doe.", "Sure, it's Sara Doe.", "yes", "My email is sara@example.com."):
+        assert verdict(answered(good)) is None, good
+    echo = (
+        answered("Sara Doe here.")
+        .agent("Could you share the order id?")
+        .user("Could you share the order id?")
+    )
+    assert verdict(echo) == "degenerate_turn"
+    assert verdict(cancel_convo()) is None
+    bare_agent = cancel_convo().agent("#W1234567")
+    assert verdict(bare_agent) == "degenerate_turn"
+
+
+def test_the_verbaliser_keeps_the_draft_over_a_bare_rewrite():
+    from trajforge.generators.blueprint_plan import Utterance
+    from trajforge.generators.verbalise import acceptable
+
+    draft = "Right, I'm Dario Marlowe."
+    said = Utterance("user", draft, (), (draft,))
+    assert not acceptable("Dario Marlowe,", said, names=("Dario Marlowe",))
+    assert acceptable("Sure, I'm Dario Marlowe.", said, names=("Dario Marlowe",))
