@@ -55,12 +55,16 @@ def _verb_pattern(verbs: tuple[str, ...]) -> re.Pattern[str]:
 
 
 def _claimed(prefix: str, continues: bool) -> bool:
-    """Whether the text before a verb in its clause makes it a claim by the agent."""
-    if _NEGATED.search(prefix) or _MODAL.search(prefix):
+    """Whether the text before a verb in its clause makes it a claim by the agent (negation
+    and modals count between the verb's subject and the verb: "to be clear, what I changed"
+    claims, "I would have changed" does not)."""
+    subjects = [m.group(1) or m.group(2) for m in _SUBJECT.finditer(prefix)]
+    last = list(_SUBJECT.finditer(prefix))
+    between = prefix[last[-1].end() :] if last else prefix
+    if _NEGATED.search(between) or _MODAL.search(between):
         return False
     if _PASSIVE.search(prefix):
         return True
-    subjects = [m.group(1) or m.group(2) for m in _SUBJECT.finditer(prefix)]
     if subjects:
         return subjects[-1].lower() in ("i", "we")
     return continues and bool(_LEADING.match(prefix))
