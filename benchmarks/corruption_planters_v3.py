@@ -29,10 +29,10 @@ from corruption_planters import (
     talk_of,
 )
 
+from trajforge.generators.reports import WriteOutcome
 from trajforge.generators.tooling import Domain
 from trajforge.generators.value_grammar import STREET_TYPES, addresses_in
-from trajforge.schemas import Trajectory
-from trajforge.verifiers.outcome_told import outcome_of
+from trajforge.schemas import StepRecord, Trajectory
 
 _PAST = {"cancel": "cancelled", "return": "returned", "exchange": "exchanged", "modify": "changed"}
 
@@ -265,10 +265,14 @@ def echo_turn(t: Trajectory, d: Domain, rng: random.Random) -> Trajectory | None
 # --- bad: a closing that summarises the writes ------------------------------------------------
 
 
+def _outcome(step: StepRecord) -> WriteOutcome:
+    return WriteOutcome.of(step.call.name, step.call.arguments, (e.after for e in step.state_diff))
+
+
 def summary_closing(t: Trajectory, d: Domain, rng: random.Random) -> Trajectory | None:
     """The write reports dropped for a summary; the answers to questions stay."""
     talk = talk_of(t)
-    told = [outcome_of(s) for s in t.steps if s.mutating and s.error is None and s.state_diff]
+    told = [_outcome(s) for s in t.steps if s.mutating and s.error is None and s.state_diff]
     if not _writes(talk, d) or not told:
         return None
     i = _closing(talk)
