@@ -300,3 +300,15 @@ def test_the_verbaliser_keeps_the_draft_over_a_bare_rewrite():
     said = Utterance("user", draft, (), (draft,))
     assert not acceptable("Dario Marlowe,", said, names=("Dario Marlowe",))
     assert acceptable("Sure, I'm Dario Marlowe.", said, names=("Dario Marlowe",))
+
+
+def test_the_readability_measure_counts_name_only_turns_as_one_shape():
+    from trajforge.verifiers.readability import measure
+
+    names = ("Dario Marlowe", "Ilya Belmonte", "Sara Doe", "Ann Lee")
+    rows = [
+        [{"role": "user", "content": f"{n},"}, {"role": "assistant", "content": f"Hi {k} there."}]
+        for k, n in enumerate(names)
+    ]
+    report = measure(rows)
+    assert report.top_sentence == "<name>," and report.top_sentence_rows == 1.0
