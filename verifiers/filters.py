@@ -23,6 +23,7 @@ from trajforge.verifiers.loops import LoopsFilter
 from trajforge.verifiers.outcome_told import OutcomeToldFilter
 from trajforge.verifiers.policy import PolicyFilter
 from trajforge.verifiers.protocol import TrajectoryFilter, conformance_problems
+from trajforge.verifiers.role_embedding import RoleByMeaningFilter
 from trajforge.verifiers.signatures import AnswerBeforeEvidenceFilter
 from trajforge.verifiers.structural import AgentToolCallsFilter, NarratedActionsFilter
 from trajforge.verifiers.user_fidelity import UserFidelityFilter
@@ -45,6 +46,16 @@ FILTERS: MappingProxyType[str, type[Any]] = MappingProxyType(
         )
     }
 )
+
+
+#: Built-in filters a config must name to run (not in `DEFAULT_FILTERS`): they load a model.
+OPT_IN_FILTERS: MappingProxyType[str, type[Any]] = MappingProxyType(
+    {cls.name: cls for cls in (RoleByMeaningFilter,)}
+)
+
+
+def _builtin(name: str) -> type[Any] | None:
+    return FILTERS.get(name) or OPT_IN_FILTERS.get(name)
 
 
 class FilterSpec(BaseModel):
@@ -76,12 +87,14 @@ class FilterSpec(BaseModel):
         if self.name is not None:
             if is_plugin_path(self.name):
                 raise ValueError(f"{self.name!r} is a dotted path: write it as `path:`")
-            if self.name not in FILTERS:
+            cls = _builtin(self.name)
+            if cls is None:
                 raise ValueError(
                     f"unknown filter {self.name!r}; built-in filters: {', '.join(FILTERS)} "
-                    "(or name your own class with `path: package.module:Class`)"
+                    f"(opt-in: {', '.join(OPT_IN_FILTERS)}; or name your own class with "
+                    "`path: package.module:Class`)"
                 )
-            return FILTERS[self.name]
+            return cls
         assert self.path is not None
         try:
             cls = load_object(self.path)

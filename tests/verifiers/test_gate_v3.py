@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from trajectory_builders import Convo, cancel_convo, make_task
 
 from trajforge.generators.domains.retail.tasks import VOCABULARY
@@ -306,9 +307,23 @@ def test_the_readability_measure_counts_name_only_turns_as_one_shape():
     from trajforge.verifiers.readability import measure
 
     names = ("Dario Marlowe", "Ilya Belmonte", "Sara Doe", "Ann Lee")
+    replies = ("Hello.", "Good day.", "Hey!", "Greetings.")
     rows = [
-        [{"role": "user", "content": f"{n},"}, {"role": "assistant", "content": f"Hi {k} there."}]
-        for k, n in enumerate(names)
+        [{"role": "user", "content": f"{n},"}, {"role": "assistant", "content": r}]
+        for n, r in zip(names, replies, strict=True)
     ]
     report = measure(rows)
     assert report.top_sentence == "<name>," and report.top_sentence_rows == 1.0
+
+
+@pytest.mark.slow
+def test_role_by_meaning_refuses_agent_speak_the_patterns_do_not_name():
+    from trajforge.generators.domains import get_domain
+    from trajforge.verifiers.filters import FilterSpec
+    from trajforge.verifiers.protocol import FilterContext
+
+    flt = FilterSpec(name="role_by_meaning").build()
+    context = FilterContext(domain=get_domain("retail"))
+    bad = with_user_turn("Let me pull up your account real quick.").build(make_task())
+    assert flt.check(bad, context).reason == "role_confusion"
+    assert flt.check(cancel_convo().build(make_task()), context).passed
