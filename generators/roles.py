@@ -41,9 +41,12 @@ AGENT_SPEAK: tuple[str, ...] = (
     r"\bthanks?(?: you)? for (?:reaching out|contacting|calling|your patience|holding)\b",
     r"\bapologi[sz]e for (?:the|any) inconvenience\b|\bsorry for (?:the|any) inconvenience\b",
     r"\b(?:happy|glad) to (?:help|assist)\b|\bhow (?:else )?(?:can|may) i (?:help|assist)\b",
+    rf"\b(?:{_SERVICE}|sort(?:ing)? out|tak(?:e|ing) care of) (?:this|that|it|everything) for you\b",
     r"\bwhat (?:else )?can i (?:do for you|help you with)\b",
     r"\byour (?:request|order|refund|return|exchange) (?:has been|is being) (?:processed|submitted)\b",
 )
+
+_VERBS_3P_ANY = r"wants|would like|needs|is asking|asks|is looking|wishes|is trying|has asked"
 
 #: Third-person narration of the user ("the customer wants", "X, the customer, ...").
 NARRATOR: tuple[str, ...] = (
@@ -52,6 +55,9 @@ NARRATOR: tuple[str, ...] = (
     r"is trying|has asked|is requesting|then|responds|replies|confirms|agrees)\b)",
     r"(?:^|[.!?]\s+)[A-Z][a-z]+(?: [A-Z][a-z]+)*,\s+(?i:(?:the|a|our)\s+(?:customer|user|client))\b",
     r"(?i:\b(?:customer|user|client|agent|assistant)\s*:\s)",
+    # a turn that opens on the customer or a third person: "Customer is upset", "She wants ..."
+    r"^\s*(?i:(?:the\s+)?(?:customer|user|client|caller)\s+(?:is|was|has|seems|feels)\b)",
+    rf"^\s*(?i:(?:she|he)\s+(?:{_VERBS_3P_ANY}))\b",
 )
 
 _VERBS_3P = (

@@ -134,7 +134,7 @@ def _states(word: str, sentence: str, worded_output: bool) -> bool:
         return False
     if worded_output:
         return True
-    stated = rf"\b(?:is|was|are|were|'s|been|already|still|now|shows?|showing|says|marked|as)\s+(?:\w+\s+)?{re.escape(word)}\b"
+    stated = rf"\b(?:is|was|are|were|'s|been|got|gets|already|still|now|shows?|showing|says|marked|as)\s+(?:\w+\s+)?{re.escape(word)}\b"
     return bool(re.search(stated, sentence))
 
 

@@ -249,6 +249,9 @@ def test_a_user_turn_speaking_as_the_agent_in_paraphrase_is_refused():
         "Sara Doe, the customer, wants to cancel her order.",  # narrator
         "The customer would like a refund for the order.",
         "Sara wants to cancel the order she placed.",  # narrated by name
+        "Customer is upset and wants a refund.",
+        "She wants to know where the package is.",
+        "Happy to look into this for you!",
     ):
         result = check_user_fidelity(with_user_turn(said).build(make_task()))
         assert result.reason == "role_confusion", said
