@@ -42,6 +42,8 @@ AGENT_SPEAK: tuple[str, ...] = (
     r"\bapologi[sz]e for (?:the|any) inconvenience\b|\bsorry for (?:the|any) inconvenience\b",
     r"\b(?:happy|glad) to (?:help|assist)\b|\bhow (?:else )?(?:can|may) i (?:help|assist)\b",
     rf"\b(?:{_SERVICE}|sort(?:ing)? out|tak(?:e|ing) care of) (?:this|that|it|everything) for you\b",
+    r"\bi(?:'ve| have)?\s+(?:\w+\s+){0,3}(?:processed|handled|arranged|submitted|taken care of)\b"
+    r"[^.!?]{0,30}\bfor you\b|\bwalk you through\b",
     r"\bwhat (?:else )?can i (?:do for you|help you with)\b",
     r"\byour (?:request|order|refund|return|exchange) (?:has been|is being) (?:processed|submitted)\b",
 )
