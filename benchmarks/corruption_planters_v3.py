@@ -74,41 +74,50 @@ def _scenario_text(t: Trajectory) -> str:
 # --- bad: claims bound to the wrong object --------------------------------------------------
 
 
-def active_claim_other_object(t: Trajectory, d: Domain, rng: random.Random) -> Trajectory | None:
-    """The verb of a real write, said in the active voice about another order."""
-    writes, other = _written(t), _other_order(t, d, rng, read=False)
+def _claim_on_other(
+    t: Trajectory, d: Domain, rng: random.Random, read: bool, wordings: tuple[str, ...]
+) -> Trajectory | None:
+    """The verb of a write really done, said of an order no write touched (`read`: prefer one
+    the agent only read), in one of `wordings` at the head of the closing."""
+    writes, other = _written(t), _other_order(t, d, rng, read=read)
     if not writes or other is None:
         return None
-    verb = rng.choice(writes)[1]
-    said = rng.choice(
+    said = rng.choice(wordings).format(v=rng.choice(writes)[1], o=other)
+    talk = talk_of(t)
+    return rebuild(t, d, _say(talk, _closing(talk), said))
+
+
+def active_claim_other_object(t: Trajectory, d: Domain, rng: random.Random) -> Trajectory | None:
+    """The verb of a real write, said in the active voice about another order."""
+    return _claim_on_other(
+        t,
+        d,
+        rng,
+        False,
         (
             "I have also {v} order {o}.",
             "I went ahead and {v} {o} as well.",
             "Good news: we've {v} your order {o} too.",
             "On top of that, I {v} order {o} for you.",
             "I've additionally {v} {o}.",
-        )
-    ).format(v=verb, o=other)
-    talk = talk_of(t)
-    return rebuild(t, d, _say(talk, _closing(talk), said))
+        ),
+    )
 
 
 def id_on_wrong_action(t: Trajectory, d: Domain, rng: random.Random) -> Trajectory | None:
     """The action done, with the id of an order the agent only read attached to it."""
-    writes, other = _written(t), _other_order(t, d, rng, read=True)
-    if not writes or other is None:
-        return None
-    verb = rng.choice(writes)[1]
-    said = rng.choice(
+    return _claim_on_other(
+        t,
+        d,
+        rng,
+        True,
         (
             "The order I {v} is {o}.",
             "Just so you know, {o} is the one I {v}.",
             "{o} is the order I just {v}.",
             "To be clear, what I {v} was order {o}.",
-        )
-    ).format(v=verb, o=other)
-    talk = talk_of(t)
-    return rebuild(t, d, _say(talk, _closing(talk), said))
+        ),
+    )
 
 
 _STREETS = ("Hollow", "Sparrow", "Kestrel", "Briar", "Thistle", "Alder", "Marigold", "Heron")
