@@ -78,3 +78,6 @@ class ClaimTypes(BaseModel):
     #: Check street addresses found by the value grammar (`generators.value_grammar`: full and
     #: abbreviated street types, with or without a zip) against the addresses shown so far.
     addresses: bool = False
+    #: Result fields (at any depth) whose text describes an object ("name": an order's item
+    #: names): a claim that names no id but such a description is bound to the objects it fits.
+    description_fields: tuple[str, ...] = ()

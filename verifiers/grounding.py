@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from trajforge.generators.policy_rules import ClaimTypes
 from trajforge.generators.tooling import domain_option
 from trajforge.generators.value_grammar import address_keys, addresses_in
+from trajforge.generators.values import normalise, whole_token_in
 from trajforge.schemas import Message, RejectionReason, Trajectory
-from trajforge.verifiers.claims import action_claims
+from trajforge.verifiers.claims import ActionClaim, action_claims
 from trajforge.verifiers.dialogue import result_object, steps_by_call
 from trajforge.verifiers.protocol import FilterContext, FilterModel
 from trajforge.verifiers.result import FilterResult
@@ -38,6 +40,7 @@ class _Seen:
     touched: set[str] = field(default_factory=set)
     addresses: set[str] = field(default_factory=set)  # canonical keys (value_grammar)
     all_writes: list[str] = field(default_factory=list)  # every successful write's tool
+    descriptions: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
 
 
 def _learn(seen: _Seen, message: Message, types: ClaimTypes, steps: dict) -> None:
@@ -56,10 +59,38 @@ def _learn(seen: _Seen, message: Message, types: ClaimTypes, steps: dict) -> Non
         result = result_object(step)
         if isinstance(result, dict) and isinstance(result.get(types.object_key), str):
             key = result[types.object_key]
+            seen.descriptions[key] |= set(_described(result, types.description_fields))
             if types.status_field in result:
                 seen.statuses[key].add(str(result[types.status_field]).lower())
             if step.mutating and step.error is None:
                 seen.writes[key].append(call.name.lower())
+
+
+def _described(node: object, fields: tuple[str, ...]) -> Iterator[str]:
+    """Lower-cased texts under `fields` anywhere in a result (an order's item names)."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k in fields and isinstance(v, str) and len(v) >= 3:
+                yield normalise(v)
+            else:
+                yield from _described(v, fields)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _described(v, fields)
+
+
+def _bound(claim: ActionClaim, seen: _Seen) -> tuple[str, ...]:
+    """The ids a claim names, or else the objects its clause describes ("the Coffee Maker")."""
+    if claim.objects:
+        return claim.objects
+    clause = normalise(claim.clause)
+    return tuple(
+        sorted(
+            o
+            for o, names in seen.descriptions.items()
+            if any(whole_token_in(n, clause) for n in names)
+        )
+    )
 
 
 def _sentence_problems(
@@ -92,13 +123,12 @@ def _claim_problems(text: str, types: ClaimTypes, seen: _Seen, verbs: dict) -> l
     problems = []
     for claim in action_claims(text, verbs, types.object_pattern):
         stems = verbs.get(claim.verb, ())
+        objects = _bound(claim, seen)
         done = (
-            [name for obj in claim.objects for name in seen.writes[obj]]
-            if claim.objects
-            else seen.all_writes
+            [name for obj in objects for name in seen.writes[obj]] if objects else seen.all_writes
         )
         if not any(stem in name for name in done for stem in stems or ("",)):
-            on = " / ".join(claim.objects) or "any object"
+            on = " / ".join(objects) or "any object"
             problems.append(f"'{claim.clause}' claims {claim.verb} on {on} without that write")
     return problems
 

@@ -330,3 +330,25 @@ def test_role_by_meaning_refuses_agent_speak_the_patterns_do_not_name():
     bad = with_user_turn("Let me pull up your account real quick.").build(make_task())
     assert flt.check(bad, context).reason == "role_confusion"
     assert flt.check(cancel_convo().build(make_task()), context).passed
+
+
+def test_a_claim_about_a_described_object_is_bound_to_the_order_it_describes():
+    from trajectory_builders import ORDER
+
+    def convo(said: str) -> Convo:
+        c = Convo().user("Hi, sara@example.com. Cancel #W1234567 please; also #W7654321?")
+        c.call("find_user_id_by_email", email="sara@example.com").result("sara_doe_1234")
+        mine = {**ORDER, "items": [{"name": "Coffee Maker", "price": 54.9}]}
+        c.call("get_order_details", order_id="#W1234567").result(mine)
+        c.call("get_order_details", order_id="#W7654321").result(
+            {**OTHER, "items": [{"name": "Desk Lamp", "price": 20.0}]}
+        )
+        c.agent("Shall I cancel order #W1234567 (the Coffee Maker)?").user("yes")
+        c.call("cancel_pending_order", order_id="#W1234567", reason="ordered by mistake").result(
+            {**mine, "status": "cancelled"},
+            diff=(("orders.#W1234567.status", "pending", "cancelled"),),
+        )
+        return c.agent(said)
+
+    assert grounding(convo("I have cancelled the Coffee Maker order.")) is None
+    assert grounding(convo("I have also cancelled the Desk Lamp order.")) == "ungrounded_claim"

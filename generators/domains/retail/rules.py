@@ -42,4 +42,5 @@ RETAIL_CLAIMS = ClaimTypes(
         "exchange requested",
     ),
     addresses=True,  # full and abbreviated street types, by the value grammar
+    description_fields=("name",),  # "the Coffee Maker I returned" -> the order holding it
 )
