@@ -17,6 +17,7 @@ from trajforge.generators.bare_turns import is_bare
 from trajforge.generators.blueprint_plan import Utterance
 from trajforge.generators.entities import check_entities
 from trajforge.generators.prompts import verbaliser_system_prompt, verbaliser_user_prompt
+from trajforge.generators.roles import narrates
 from trajforge.generators.user import asks_confirmation, looks_like_agent, response_cost
 from trajforge.generators.vocabulary import GENERIC_VOCABULARY, DomainVocabulary
 from trajforge.generators.voice import NAME_CLAIM
@@ -75,7 +76,9 @@ def acceptable(
         return False
     if is_bare(text, names) and not is_bare(utterance.draft, names):
         return False  # "Dario Marlowe," for "Right, I'm Dario Marlowe.": keep the draft
-    if utterance.speaker == "user" and looks_like_agent(text, action_verbs):
+    if utterance.speaker == "user" and (
+        looks_like_agent(text, action_verbs) or any(narrates(text, n) for n in names)
+    ):
         return False
     if utterance.speaker == "user" and _claims_another_name(text, utterance.facts):
         return False

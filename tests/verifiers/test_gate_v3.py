@@ -352,3 +352,14 @@ def test_a_claim_about_a_described_object_is_bound_to_the_order_it_describes():
 
     assert grounding(convo("I have cancelled the Coffee Maker order.")) is None
     assert grounding(convo("I have also cancelled the Desk Lamp order.")) == "ungrounded_claim"
+
+
+def test_the_verbaliser_keeps_the_draft_over_a_narrated_rewrite():
+    from trajforge.generators.blueprint_plan import Utterance
+    from trajforge.generators.verbalise import acceptable
+
+    draft = "Hi, I want to cancel an order I placed by mistake."
+    said = Utterance("user", draft, (), (draft,))
+    names = ("Dario Marlowe",)
+    assert not acceptable("Dario wants to cancel an order placed by mistake.", said, names=names)
+    assert acceptable("Hello, I want to cancel an order I placed by mistake.", said, names=names)
