@@ -46,6 +46,7 @@ class ActionClaim:
     verb: str
     objects: tuple[str, ...]
     clause: str
+    passive: bool = False  # "has been cancelled" (no first-person subject)
 
 
 @functools.lru_cache(maxsize=32)
@@ -54,20 +55,20 @@ def _verb_pattern(verbs: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile(rf"\b({alternatives})\b", re.IGNORECASE)
 
 
-def _claimed(prefix: str, continues: bool) -> bool:
-    """Whether the text before a verb in its clause makes it a claim by the agent (negation
-    and modals count between the verb's subject and the verb: "to be clear, what I changed"
-    claims, "I would have changed" does not)."""
+def _claimed(prefix: str, continues: bool) -> str | None:
+    """The voice ("active", "passive") in which the text before a verb in its clause makes it
+    a claim by the agent, or None (negation and modals count between the verb's subject and
+    the verb: "to be clear, what I changed" claims, "I would have changed" does not)."""
     subjects = [m.group(1) or m.group(2) for m in _SUBJECT.finditer(prefix)]
     last = list(_SUBJECT.finditer(prefix))
     between = prefix[last[-1].end() :] if last else prefix
     if _NEGATED.search(between) or _MODAL.search(between):
-        return False
+        return None
     if _PASSIVE.search(prefix):
-        return True
+        return "passive"
     if subjects:
-        return subjects[-1].lower() in ("i", "we")
-    return continues and bool(_LEADING.match(prefix))
+        return "active" if subjects[-1].lower() in ("i", "we") else None
+    return "active" if continues and _LEADING.match(prefix) else None
 
 
 def action_claims(text: str, verbs: Iterable[str], object_pattern: str) -> list[ActionClaim]:
@@ -82,9 +83,12 @@ def action_claims(text: str, verbs: Iterable[str], object_pattern: str) -> list[
         for clause in _CLAUSE.split(sentence):
             found = False
             for m in pattern.finditer(clause):
-                if _claimed(clause[: m.start()], continues):
+                voice = _claimed(clause[: m.start()], continues)
+                if voice:
                     named = tuple(re.findall(object_pattern, clause)) or in_sentence
-                    claims.append(ActionClaim(m.group(1).lower(), named, clause.strip()))
+                    claims.append(
+                        ActionClaim(m.group(1).lower(), named, clause.strip(), voice == "passive")
+                    )
                     found = True
             subjects = [m.group(1) or m.group(2) for m in _SUBJECT.finditer(clause)]
             first_person = bool(subjects) and subjects[-1].lower() in ("i", "we")

@@ -123,6 +123,8 @@ def _claim_problems(text: str, types: ClaimTypes, seen: _Seen, verbs: dict) -> l
     problems = []
     for claim in action_claims(text, verbs, types.object_pattern):
         stems = verbs.get(claim.verb, ())
+        if claim.passive and not stems:
+            continue  # "was placed on May 3", "was processed": a generic verb describes a state
         objects = _bound(claim, seen)
         done = (
             [name for obj in objects for name in seen.writes[obj]] if objects else seen.all_writes

@@ -107,6 +107,7 @@ def test_an_active_claim_is_bound_to_the_object_it_names():
         "Order #W7654321 was delivered; I cancelled #W1234567.",
         "Shall I also cancel #W7654321?",  # a proposal, not a claim
         "I haven't returned #W7654321.",  # negated
+        "Order #W7654321 was placed in May.",  # a generic verb in the passive describes it
     ):
         assert grounding(both_orders_cancel_one().agent(said)) is None, said
 
