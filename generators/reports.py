@@ -51,12 +51,17 @@ class WriteOutcome:
         return cls(tool, objects, values)
 
     def told_by(
-        self, text: str, action_verbs: Mapping[str, tuple[str, ...]] = GENERIC_ACTION_VERBS
+        self,
+        text: str,
+        action_verbs: Mapping[str, tuple[str, ...]] = GENERIC_ACTION_VERBS,
+        only_one: bool = False,
     ) -> bool:
-        """`text` states a produced value, or names the object together with the action."""
+        """`text` states a produced value, or names the object together with the action
+        (`only_one`: this was the conversation's only write of its tool, so the action alone,
+        "I've set up the exchange", cannot mean another object)."""
         if any(mentions_value(text, v) for v in self.values):
             return True
-        if not any(mentions_value(text, o) for o in self.objects):
+        if not only_one and not any(mentions_value(text, o) for o in self.objects):
             return False
         stems = action_stems(self.tool, action_verbs)
         return any(w.startswith(s) for w in _WORD.findall(text.lower()) for s in stems)

@@ -19,6 +19,7 @@ status, the refund, the new address). A summary that reports neither for some wr
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import ClassVar
 
@@ -40,6 +41,7 @@ def untold_writes(
 ) -> list[StepRecord]:
     """Successful writes whose result no agent text after that result reports."""
     positions = call_positions(trajectory)
+    per_tool = Counter(s.call.name for s in trajectory.steps if s.mutating and s.error is None)
     untold = []
     for step in trajectory.steps:
         if not step.mutating or step.error is not None or not step.state_diff:
@@ -48,7 +50,8 @@ def untold_writes(
         later = [
             m.content for m in trajectory.messages[at + 1 :] if m.role == "assistant" and m.content
         ]
-        if not any(outcome_of(step).told_by(text, action_verbs) for text in later):
+        only_one = per_tool[step.call.name] == 1
+        if not any(outcome_of(step).told_by(text, action_verbs, only_one) for text in later):
             untold.append(step)
     return untold
 

@@ -45,8 +45,11 @@ def test_a_paraphrased_report_tells_the_write():
         "Order #W1234567 is now cancelled.",  # the new status
         "The cancellation of #W1234567 went through.",  # object + action in another form
         "You'll get $54.90 back: #W1234567 has been refunded.",  # a verb the domain backs
+        "I went ahead with the cancellation as you asked.",  # the only cancel: no id needed
     ):
         assert told_by(said), said
+    for summary in ("Everything has been taken care of.", "All set, your request is complete."):
+        assert not told_by(summary), summary
 
 
 def told_by(said: str) -> bool:
