@@ -41,6 +41,7 @@ AGENT_SPEAK: tuple[str, ...] = (
     r"\bthanks?(?: you)? for (?:reaching out|contacting|calling|your patience|holding)\b",
     r"\bapologi[sz]e for (?:the|any) inconvenience\b|\bsorry for (?:the|any) inconvenience\b",
     r"\b(?:happy|glad) to (?:help|assist)\b|\bhow (?:else )?(?:can|may) i (?:help|assist)\b",
+    r"\bi(?:'m| am) (?:always )?here to (?:help|assist)\b",
     rf"\b(?:{_SERVICE}|sort(?:ing)? out|tak(?:e|ing) care of) (?:this|that|it|everything) for you\b",
     r"\bi(?:'ve| have)?\s+(?:\w+\s+){0,3}(?:processed|handled|arranged|submitted|taken care of)\b"
     r"[^.!?]{0,30}\bfor you\b|\bwalk you through\b",
@@ -55,7 +56,7 @@ NARRATOR: tuple[str, ...] = (
     r"(?i:\b(?:the|a|our|this)\s+(?:customer|user|client|caller|shopper|buyer)\s+"
     r"(?:wants|would like|needs|is asking|asks|says|said|is looking|requests|explains|wishes|"
     r"is trying|has asked|is requesting|then|responds|replies|confirms|agrees)\b)",
-    r"(?:^|[.!?]\s+)[A-Z][a-z]+(?: [A-Z][a-z]+)*,\s+(?i:(?:the|a|our)\s+(?:customer|user|client))\b",
+    r"(?:^|[.!?]\s+)[A-Z][a-z]+(?: [A-Z][a-z]+)*,\s+(?i:(?:(?:the|a|our)\s+)?(?:customer|user|client))\b",
     r"(?i:\b(?:customer|user|client|agent|assistant)\s*:\s)",
     # a turn that opens on the customer or a third person: "Customer is upset", "She wants ..."
     r"^\s*(?i:(?:the\s+)?(?:customer|user|client|caller)\s+(?:is|was|has|seems|feels)\b)",

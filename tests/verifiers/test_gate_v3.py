@@ -256,6 +256,8 @@ def test_a_user_turn_speaking_as_the_agent_in_paraphrase_is_refused():
         "Customer is upset and wants a refund.",
         "She wants to know where the package is.",
         "Happy to look into this for you!",
+        "Sara Doe, customer,",  # the embedded model's narrator line, quickstart cache
+        "I'm sorry for the confusion, I'm here to help you with your business.",
     ):
         result = check_user_fidelity(with_user_turn(said).build(make_task()))
         assert result.reason == "role_confusion", said
