@@ -9,7 +9,8 @@ What is held equal, so that the ratio measures the training loops and nothing el
   optimizer step to the end of the last (trajforge: metrics.jsonl's per-step clock; TRL: a
   callback's `on_step_end`), tokens of those steps (warm-up excluded); `whole` is the whole call
   from a model directory and data to a saved model (model and tokenizer loading, rendering and
-  tokenising, training, saving; trajforge also writes a checkpoint), imports excluded;
+  tokenising, training, saving; trajforge also writes a checkpoint), imports excluded (both
+  sides import the same libraries before the clock starts, `warm_imports`);
 - model, data, precision, packing, optimizer: the same tiny Llama-architecture model (built from
   a config, seeded) and conversations rendered with the Qwen2.5 template, one conversation per
   micro-batch (no packing on either side, so the token counts are identical), full fine-tuning,
@@ -136,12 +137,27 @@ def trl(run: Path, model_dir: Path, out: Path, max_len: int) -> dict:
 RUNNERS = {"trajforge": ours, "trl": trl}
 
 
+def warm_imports(name: str) -> None:
+    """Import, before the clock starts, what either side imports lazily (so `whole` excludes
+    imports on both sides alike): the libraries both use, and the runner's own entry point."""
+    import accelerate  # noqa: F401
+    import datasets  # noqa: F401
+    import transformers.models.llama.modeling_llama  # noqa: F401
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: F401
+
+    if name == "trl":
+        import trl  # noqa: F401
+    else:
+        import trajforge.finetune.sft  # noqa: F401
+
+
 def worker(args: argparse.Namespace) -> None:
     """One run in this (fresh) process; its figures as the last line of stdout."""
     import torch
 
     if args.threads:
         torch.set_num_threads(args.threads)
+    warm_imports(args.worker)
     result = RUNNERS[args.worker](Path(args.run), Path(args.model), Path(args.out), args.max_len)
     print(json.dumps({**result, "threads": torch.get_num_threads()}))
 
