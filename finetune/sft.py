@@ -10,7 +10,9 @@ markers, i.e. a patched template per family (it ships them for some families onl
 Llama 3.1 tool use or Hermes), and its Qwen3 markers also train the newline after each
 `<|im_end|>`, a token the model never generates (tests/finetune/test_trl_masks.py). Here the
 mask comes from the prefix-diff of the pinned real template for every family, and the step loss
-is the exact mean over the step's trained tokens across accumulation and processes.
+is the exact mean over the step's trained tokens across accumulation and processes. It is also
+faster than SFTTrainer on benchmarks/sft_bench.py with the same threads and timer scope (a
+tiny model, so that measures per-step overhead; see benchmarks/README.md).
 
 Multi-GPU: the loop runs through accelerate (distributed.py), so `accelerate launch
 --num_processes N -m trajforge.pipelines.cli finetune sft ...` trains data-parallel (DDP): a
