@@ -14,10 +14,10 @@ is the exact mean over the step's trained tokens across accumulation and process
 faster than SFTTrainer on benchmarks/sft_bench.py with the same threads and timer scope (a
 tiny model, so that measures per-step overhead; see benchmarks/README.md).
 
-Multi-GPU: the loop runs through accelerate (distributed.py), so `accelerate launch
---num_processes N -m trajforge.pipelines.cli finetune sft ...` trains data-parallel (DDP): a
-step is grad_accum x N micro-batches, each process takes every N-th, and process 0 writes the
-metrics, checkpoints and model.
+Multi-GPU: under a launcher the loop runs through accelerate (distributed.py), so
+`accelerate launch --num_processes N -m trajforge.pipelines.cli finetune sft ...` trains
+data-parallel (DDP): a step is grad_accum x N micro-batches, each process takes every N-th,
+and process 0 writes the metrics, checkpoints and model.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from trajforge.finetune.batching import Batch, micro_batches, share_of_step, tru
 from trajforge.finetune.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from trajforge.finetune.config import SFTConfig
 from trajforge.finetune.data import load_conversations, split_files
-from trajforge.finetune.distributed import start_accelerator, sum_over_processes
+from trajforge.finetune.distributed import start_processes, sum_over_processes
 from trajforge.finetune.families import get_family
 from trajforge.finetune.loss import backward_share, loss_sums
 from trajforge.finetune.modeling import load_for_training, save_final
@@ -179,16 +179,16 @@ def run_sft(cfg: SFTConfig) -> SFTResult:
     import torch
     from tqdm import tqdm
 
-    accelerator = start_accelerator()
-    main = accelerator.is_main_process
-    rank, processes = accelerator.process_index, accelerator.num_processes
+    world = start_processes()
+    main = world.is_main_process
+    rank, processes = world.process_index, world.num_processes
     output = Path(cfg.output)
     output.mkdir(parents=True, exist_ok=True)
     if not cfg.resume and (latest_checkpoint(output) or (output / METRICS_FILE).exists()):
         raise FileExistsError(f"{output} holds a previous run; pass --resume or a new --output")
-    accelerator.wait_for_everyone()  # every process has looked before process 0 writes
+    world.wait_for_everyone()  # every process has looked before process 0 writes
     torch.manual_seed(cfg.seed)
-    device = str(accelerator.device)
+    device = str(world.device)
     family = resolve_family(cfg)
     model, tokenizer, precision = load_for_training(cfg, device)
     train, train_stats = tokenise_split(cfg, "train", tokenizer, family)
@@ -212,7 +212,7 @@ def run_sft(cfg: SFTConfig) -> SFTResult:
     if checkpoint is not None:
         start = load_checkpoint(checkpoint, model, optimizer, scheduler)
     raw = model  # unwrapped: what is evaluated and saved
-    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    model, optimizer, scheduler = world.prepare(model, optimizer, scheduler)
     eval_batches = micro_batches(
         validation,
         packing=cfg.packing,
@@ -228,8 +228,8 @@ def run_sft(cfg: SFTConfig) -> SFTResult:
         raw.eval()
         total, count = loss_sums(raw, eval_batches[rank::processes], device, precision)
         raw.train()
-        total = sum_over_processes(accelerator, total)
-        count = round(sum_over_processes(accelerator, count))
+        total = sum_over_processes(world, total)
+        count = round(sum_over_processes(world, count))
         value = total / count if count else float("nan")
         if main:
             _write(output, StepMetrics(step=step, eval_loss=value))
@@ -251,10 +251,10 @@ def run_sft(cfg: SFTConfig) -> SFTResult:
         loss = 0.0
         if trained:
             local = backward_share(model, share, trained, processes=processes,
-                                   sync=accelerator, device=device, precision=precision)  # fmt: skip
-            loss = sum_over_processes(accelerator, local) / trained
+                                   sync=world, device=device, precision=precision)  # fmt: skip
+            loss = sum_over_processes(world, local) / trained
         if cfg.max_grad_norm:
-            accelerator.clip_grad_norm_(params, cfg.max_grad_norm)
+            world.clip_grad_norm_(params, cfg.max_grad_norm)
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
@@ -288,7 +288,7 @@ def run_sft(cfg: SFTConfig) -> SFTResult:
     model_dir = output / "model"
     if main:
         model_dir = save_final(raw, tokenizer, output, family, precision.save_dtype(cfg.model))
-    accelerator.wait_for_everyone()  # no process returns before the model is written
+    world.wait_for_everyone()  # no process returns before the model is written
     return SFTResult(
         output=output,
         model_dir=model_dir,

@@ -91,6 +91,22 @@ def test_launcher_settings_the_loop_cannot_honour_are_refused(monkeypatch, kind,
         start_accelerator()
 
 
+def test_one_process_unless_a_launcher_set_a_world_size(monkeypatch):
+    """Without a launcher no accelerate state is made (it is process-wide: a TRL Trainer made
+    earlier in the same process would impose its bf16 on SFT); with one, the Accelerator."""
+    from trajforge.finetune import distributed
+
+    for name in distributed.WORLD_SIZE_VARS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(distributed, "start_accelerator", lambda: "accelerator")
+    alone = distributed.start_processes()
+    assert isinstance(alone, distributed.OneProcess) and alone.num_processes == 1
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    assert isinstance(distributed.start_processes(), distributed.OneProcess)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert distributed.start_processes() == "accelerator"
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
