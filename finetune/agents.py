@@ -4,9 +4,12 @@ oracle            the task's gold plan (the answer key: pass^k must be 1.0)
 scripted:NAME     the runtime's scripted backend with a named responder
                   (scripted:rollout_dry_run never calls a tool: pass^k must be 0.0)
 local             the embedded SmolLM2 model (generators.llm local backend)
-vllm:PATH         an in-process vLLM engine on a GPU
+vllm:PATH         an in-process vLLM engine on a GPU, prompted with PATH's family template
 openai:MODEL      an OpenAI-compatible endpoint (base URL from --base-url or the env)
 PATH              a local transformers model directory, prompted with its family template
+
+The family of a model directory is `--family` when it fits the tokenizer, else detected
+(`families.resolve_family`); an unknown one is an error, never a silent default.
 
 `trajforge eval --user llm --user-model SPEC` plays the user with the same kinds of model.
 """
@@ -15,12 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from trajforge.finetune.families import get_family
-from trajforge.finetune.tiny import saved_family
+from trajforge.finetune.families import TemplateFamily, resolve_family
 from trajforge.generators.agent import AgentPolicy, LLMAgent, oracle_for
 from trajforge.generators.tooling import Domain
 from trajforge.generators.user import LLMUser, ScriptedUser, UserSimulator
@@ -67,15 +69,29 @@ def _client(spec: AgentSpec, family: str | None, base_url: str | None) -> LLMCli
     if spec.kind == "transformers":
         from trajforge.finetune.hf_client import TransformersChat
 
-        name = family or saved_family(spec.target) or "qwen2.5"
-        return TransformersChat(spec.target, get_family(name))
+        return TransformersChat(spec.target, model_family(spec.target, family)[1])
     if spec.kind == "scripted":
         return build_client(ScriptedBackendConfig(responder=spec.target))
     if spec.kind == "local":
         return build_client(LocalBackendConfig())
     if spec.kind == "vllm":
-        return build_client(VLLMBackendConfig(model=spec.target))
+        from trajforge.finetune.family_prompt import FamilyPromptFormat
+        from trajforge.generators.llm.accounting import AccountingLLM
+        from trajforge.generators.llm.vllm_backend import VLLMBackend
+
+        # the pinned template the model was trained on, not the engine's own `LLM.chat` one
+        prompt_format = FamilyPromptFormat(*model_family(spec.target, family))
+        cfg = VLLMBackendConfig(model=spec.target)
+        return AccountingLLM(VLLMBackend.from_config(cfg, prompt_format), model=cfg.model)
     return build_client(OpenAIBackendConfig(model=spec.target, base_url=base_url))
+
+
+def model_family(model_dir: str, family: str | None) -> tuple[Any, TemplateFamily]:
+    """(tokenizer, family) of a local model directory: `family` if it fits, else detected."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+    return tokenizer, resolve_family(tokenizer, family, model_dir)
 
 
 def agent_factory(

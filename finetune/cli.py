@@ -17,7 +17,7 @@ from pathlib import Path
 
 #: SFT flags: (flag, type, help). Field names are the flags with dashes as underscores.
 _SFT_FLAGS: tuple[tuple[str, type, str], ...] = (
-    ("--family", str, "chat-template family (qwen2.5, qwen3, llama3.1, hermes)"),
+    ("--family", str, "chat-template family (default: detected from the tokenizer)"),
     ("--method", str, "lora (default) or full"),
     ("--learning-rate", float, "peak learning rate (default 2e-4)"),
     ("--max-steps", int, "stop after this many optimizer steps"),
@@ -36,7 +36,7 @@ _SFT_FLAGS: tuple[tuple[str, type, str], ...] = (
 
 #: OPD flags, same convention (see finetune/opd/config.py for the fields).
 _OPD_FLAGS: tuple[tuple[str, type, str], ...] = (
-    ("--family", str, "chat-template family (default: the student's, else qwen2.5)"),
+    ("--family", str, "chat-template family (default: detected from the student)"),
     ("--tasks", str, "run directory whose --split gives the training tasks"),
     ("--split", str, "split of --tasks to train on (default train)"),
     ("--domain", str, "domain of fresh tasks when --tasks is not given (default retail)"),
@@ -77,7 +77,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     finetune = sub.add_parser("finetune", help="fine-tune a model on a run directory")
     fsub = finetune.add_subparsers(dest="finetune_command", required=True)
     sft = fsub.add_parser("sft", help="supervised fine-tuning (LoRA or full) on the train split")
-    sft.add_argument("--data", required=True, help="finished run directory")
+    sft.add_argument(
+        "--data",
+        required=True,
+        help="run directory, save_to_disk folder, data/<split>-*.parquet folder, JSONL file or "
+        "cached Hub id; rows with `messages` (+ `tools`)",
+    )
     sft.add_argument("--model", required=True, help="local model directory (transformers)")
     sft.add_argument("--output", required=True, help="output directory")
     sft.add_argument("--config", default=None, help="YAML with SFTConfig fields (flags win)")
@@ -99,7 +104,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--max-in-flight", type=int, default=8)
     ev.add_argument("--temperature", type=float, default=0.0)
     ev.add_argument("--max-tokens", type=int, default=512, help="per agent turn")
-    ev.add_argument("--family", default=None, help="template family of model directories")
+    ev.add_argument(
+        "--family", default=None, help="template family of model directories (default: detected)"
+    )
     ev.add_argument("--base-url", default=None, help="endpoint for openai:MODEL agents")
     ev.add_argument(
         "--user", choices=("scripted", "llm"), default="scripted", help="simulated user"
@@ -211,6 +218,8 @@ class FinetuneCommandError(ValueError):
 def run(args: argparse.Namespace) -> int:
     """Dispatch a parsed `finetune ...` or `eval` command."""
     from trajforge.finetune.config import FinetuneConfigError
+    from trajforge.finetune.families import FamilyError
+    from trajforge.finetune.sources import DataSourceError
 
     try:
         if args.command == "eval":
@@ -218,7 +227,7 @@ def run(args: argparse.Namespace) -> int:
         if args.finetune_command == "opd":
             return cmd_opd(args)
         return cmd_sft(args)
-    except FinetuneConfigError as err:
+    except (FinetuneConfigError, FamilyError, DataSourceError) as err:
         raise FinetuneCommandError(str(err)) from err
 
 

@@ -36,10 +36,14 @@ class LoraSettings(_Config):
 
 
 class SFTConfig(_Config):
-    data: str  # run directory (train split; validation split for eval loss when present)
+    # Conversational data (finetune.sources): a run directory, a save_to_disk folder, a folder
+    # of data/<split>-*.parquet, a JSONL file or a Hub id already in the local cache; rows in
+    # TRL's format (`messages`, optional `tools`). Trains on `train`; eval loss on
+    # `validation` when the source has it (a lone Dataset or JSONL file is all train).
+    data: str
     model: str  # local model directory (transformers format); never a hub id
     output: str
-    family: str | None = None  # chat-template family; None: the model dir's, else qwen2.5
+    family: str | None = None  # chat-template family; None: detected (families.resolve_family)
     method: Literal["lora", "full"] = "lora"
     lora: LoraSettings = LoraSettings()
     learning_rate: float = Field(default=2e-4, gt=0)

@@ -1,9 +1,10 @@
 """Training conversations from a run directory, through one loader.
 
 Why the view first: a build writes a `messages`+`tools` Parquet view for trainers
-(`views/messages/<split>-*.parquet`: native nested columns, tool-call `arguments` and tool
-`parameters` as JSON text that decodes to the exact objects), so the loader reads what
-every other trainer reads, without parsing the canonical wire-format strings. Runs built
+(`views/messages/<split>-*.parquet`: each message as JSON text with only its own keys, older
+runs as padded structs; tool `parameters` as JSON text that decodes to the exact objects), so
+the loader reads what every other trainer reads, without parsing the canonical wire-format
+strings. Runs built
 without that view (`output.views` lacking `messages`) fall back to the canonical
 `messages_json`/`tools_json` columns of `data/<split>-*.parquet`, normalised by the same
 training-message rule the view applies (`generators.prompts.training_message`), so both paths
@@ -40,18 +41,18 @@ class Conversation(BaseModel):
 def _call(raw: dict[str, Any]) -> ToolCall:
     fn = raw["function"]
     args = fn.get("arguments") or {}
+    call_id = raw.get("id") or ""
     if isinstance(args, str):
         try:
             args = json.loads(args)
         except json.JSONDecodeError:
-            return ToolCall(
-                id=raw.get("id", ""), name=fn["name"], parse_error="bad JSON", raw_arguments=args
-            )
-    return ToolCall(id=raw.get("id", ""), name=fn["name"], arguments=args)
+            return ToolCall(id=call_id, name=fn["name"], parse_error="bad JSON", raw_arguments=args)
+    return ToolCall(id=call_id, name=fn["name"], arguments=args)
 
 
 def message_from_wire(raw: dict[str, Any]) -> Message:
-    """An OpenAI-format message dict as a typed Message (arguments parsed into dicts)."""
+    """An OpenAI-format message dict as a typed Message (arguments parsed into dicts; a key
+    that is absent or None is the same thing)."""
     return Message(
         role=raw["role"],
         content=raw.get("content"),
@@ -74,17 +75,11 @@ def _decoded(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str) else value
 
 
-def message_from_view(raw: dict[str, Any]) -> Message:
-    """A row's message of the `messages` view (arguments as JSON text) as a typed Message."""
-    calls = tuple(
-        ToolCall(
-            id=c["id"], name=c["function"]["name"], arguments=_decoded(c["function"]["arguments"])
-        )
-        for c in raw.get("tool_calls") or ()
-    )
-    return Message(
-        role=raw["role"], content=raw["content"], tool_calls=calls, tool_call_id=raw["tool_call_id"]
-    )
+def message_from_view(raw: dict[str, Any] | str) -> Message:
+    """A row's message of the `messages` view as a typed Message: a JSON text per message
+    (runs since messages are stored as `Json`, see `pipelines.views`) or, in older runs, a
+    struct padded with every key (None where absent) whose `arguments` are JSON text."""
+    return message_from_wire(_decoded(raw))
 
 
 def tool_from_view(raw: dict[str, Any]) -> dict[str, Any]:

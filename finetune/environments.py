@@ -9,8 +9,11 @@ executed through the domain's `Toolbox` (the one error boundary, so a bad call r
 "Error: ..." observation the rollouts see), plus `send_message_to_user`, through which the agent
 talks to the simulated user and gets the user's reply back. The reward is 1.0 when the outcome
 check passes (state replay equals gold, expected outputs told to the user, the user ended the
-conversation) and every configured check passes (any `verifiers` trajectory filter, such as
-the domain's policy-as-code checker), else 0.0.
+conversation) and every configured check passes, else 0.0. By default the checks are
+`trajforge eval`'s (`trajforge.finetune.evaluate.CHECKS`: the domain's policy rules, such as
+confirmation before each write), so GRPO is paid for exactly what evaluation counts as a pass;
+`checks=()` opts out explicitly (outcome only), any other `verifiers` trajectory filters replace
+them.
 
 Why tool-shaped user turns: GRPO's loop has no user turn; routing the conversation through a
 tool keeps the simulated user in the loop without changing TRL, and the user's replies are
@@ -25,6 +28,7 @@ from typing import Any, ClassVar, get_type_hints
 
 from pydantic import BaseModel
 
+from trajforge.finetune.evaluate import CHECKS as EVAL_CHECKS
 from trajforge.generators.llm.concurrency import run_all
 from trajforge.generators.prompts import agent_system_prompt
 from trajforge.generators.rollout import step_record, tool_message
@@ -41,7 +45,7 @@ from trajforge.schemas import (
     derive_seed,
 )
 from trajforge.verifiers.outcome import rejection_reason, verify_outcome
-from trajforge.verifiers.protocol import FilterContext, TrajectoryFilter
+from trajforge.verifiers.protocol import FilterContext, TrajectoryFilter, run_filter
 from trajforge.verifiers.result import FilterResult
 
 USER_TOOL = "send_message_to_user"
@@ -155,7 +159,7 @@ class DomainEnvironment:
             return FilterResult.reject(reason, outcome.reason)
         context = FilterContext(self.domain)
         for check in self.checks:
-            result = check.check(trajectory, context)
+            result = run_filter(check, trajectory, context)
             if not result.passed:
                 return result
         return FilterResult.ok()
@@ -200,10 +204,16 @@ def environment_class(
     domain: Domain,
     *,
     user_factory: UserFactory = ScriptedUser,
-    checks: Sequence[TrajectoryFilter] = (),
+    checks: Sequence[TrajectoryFilter] | None = None,
     max_user_turns: int = 30,
 ) -> type[DomainEnvironment]:
-    """A `DomainEnvironment` subclass for `domain`, ready for `environment_factory=`."""
+    """A `DomainEnvironment` subclass for `domain`, ready for `environment_factory=`.
+
+    `checks` None (the default) is evaluation's gate, so a trajectory that reaches the gold
+    state by skipping a confirmation earns 0, as it fails `trajforge eval`; `checks=()` rewards
+    the outcome alone (an explicit opt-out)."""
+    if checks is None:
+        checks = EVAL_CHECKS
     functions = domain.toolbox.functions()
     clashes = {fn.__name__ for fn in functions} & {USER_TOOL, "reset", "get_reward"}
     if clashes:

@@ -182,7 +182,7 @@ def save_final(
     touching the model's own, which may go on training (OPD saves for each evaluation)."""
     import json
 
-    from trajforge.finetune.tiny import FAMILY_FILE
+    from trajforge.finetune.families import FAMILY_FILE
 
     target = output / "model"
     if hasattr(model, "merge_and_unload"):

@@ -33,16 +33,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from trajforge.finetune import families
 from trajforge.finetune.batching import Batch, micro_batches, share_of_step, truncate
 from trajforge.finetune.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from trajforge.finetune.config import SFTConfig
-from trajforge.finetune.data import load_conversations, split_files
 from trajforge.finetune.distributed import start_processes, sum_over_processes
 from trajforge.finetune.families import get_family
 from trajforge.finetune.loss import backward_share, loss_sums
 from trajforge.finetune.modeling import load_for_training, save_final
 from trajforge.finetune.render import TemplateError, TokenizedSample, render_and_mask
-from trajforge.finetune.tiny import saved_family
+from trajforge.finetune.sources import has_split, load_training_conversations
 from trajforge.schemas import derive_seed
 
 METRICS_FILE = "metrics.jsonl"
@@ -75,7 +75,12 @@ class SFTResult:
 
 
 def resolve_family(cfg: SFTConfig) -> str:
-    return cfg.family or saved_family(cfg.model) or "qwen2.5"
+    """The family to render with: `--family` if it fits the model's tokenizer, else detected
+    (`families.resolve_family`); never a silent default."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(cfg.model)
+    return families.resolve_family(tokenizer, cfg.family, cfg.model).name
 
 
 class DataStats(BaseModel):
@@ -95,7 +100,7 @@ def tokenise_split(
 ) -> tuple[list[TokenizedSample], DataStats]:
     """Render, mask and tokenise a split; conversations that cannot train are counted, not kept."""
     family = get_family(family_name)
-    conversations = load_conversations(cfg.data, split)
+    conversations = load_training_conversations(cfg.data, split)
     kept: list[TokenizedSample] = []
     dropped: dict[str, int] = {}
     truncated = 0
@@ -194,7 +199,7 @@ def run_sft(cfg: SFTConfig) -> SFTResult:
     train, train_stats = tokenise_split(cfg, "train", tokenizer, family)
     validation, val_stats = (
         tokenise_split(cfg, "validation", tokenizer, family)
-        if split_files(cfg.data, "validation")
+        if has_split(cfg.data, "validation")
         else ([], None)
     )
     if main:

@@ -16,10 +16,10 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from trajforge.finetune.families import TemplateFamily, get_family
+from trajforge.finetune.families import FAMILY_FILE, TemplateFamily, get_family, saved_family
 
 PAD_TOKEN = "<|pad|>"
-FAMILY_FILE = "trajforge_family.json"
+__all__ = ["FAMILY_FILE", "save_tiny", "saved_family", "tiny_model", "train_tokenizer"]
 
 
 def train_tokenizer(texts: Iterable[str], family: TemplateFamily, vocab_size: int = 2000):
@@ -68,11 +68,17 @@ def tiny_model(vocab_size: int, seed: int = 0, hidden: int = 64, layers: int = 2
 
 
 def save_tiny(
-    output: Path, texts: Iterable[str], family: TemplateFamily, seed: int = 0, hidden: int = 64
+    output: Path,
+    texts: Iterable[str],
+    family: TemplateFamily,
+    seed: int = 0,
+    hidden: int = 64,
+    layers: int = 2,
+    vocab_size: int = 2000,
 ) -> Path:
     """Train a tokenizer on `texts`, build the model, save both (and the family) to `output`."""
-    tokenizer = train_tokenizer(texts, family)
-    model = tiny_model(len(tokenizer), seed=seed, hidden=hidden)
+    tokenizer = train_tokenizer(texts, family, vocab_size)
+    model = tiny_model(len(tokenizer), seed=seed, hidden=hidden, layers=layers)
     model.config.eos_token_id = tokenizer.eos_token_id
     model.config.pad_token_id = tokenizer.pad_token_id
     output.mkdir(parents=True, exist_ok=True)
@@ -82,20 +88,16 @@ def save_tiny(
     return output
 
 
-def saved_family(model_dir: str | Path) -> str | None:
-    """The family a model directory was saved with, if it says."""
-    path = Path(model_dir) / FAMILY_FILE
-    return json.loads(path.read_text())["family"] if path.is_file() else None
-
-
 def _corpus(run_dir: str | None, family: TemplateFamily) -> list[str]:
-    """Rendered training conversations of a run (or a fixed sentence when there is none)."""
+    """Rendered conversations of `--data`'s *train* split only (or a fixed sentence when there is
+    none): a tokenizer that saw validation or golden text would leak held-out strings (names,
+    ids) into its merges, and an evaluation on them would flatter the model."""
     texts = ['The quick brown fox jumps over the lazy dog. 0123456789 {}[]:,"#']
     if run_dir:
-        from trajforge.finetune.data import load_conversations
         from trajforge.finetune.render import mask_segments
+        from trajforge.finetune.sources import load_training_conversations
 
-        for conv in load_conversations(run_dir, "train"):
+        for conv in load_training_conversations(run_dir, "train"):
             texts.append("".join(s.text for s in mask_segments(conv.messages, conv.tools, family)))
     return texts
 
@@ -104,11 +106,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--output", required=True)
     parser.add_argument("--family", default="qwen2.5")
-    parser.add_argument("--data", default=None, help="run directory whose texts train the BPE")
+    parser.add_argument(
+        "--data", default=None, help="training data (as `finetune sft --data`) that trains the BPE"
+    )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--hidden", type=int, default=64, help="hidden size (default 64)")
+    parser.add_argument("--layers", type=int, default=2, help="decoder layers (default 2)")
+    parser.add_argument("--vocab-size", type=int, default=2000, help="BPE vocabulary (2000)")
     args = parser.parse_args(argv)
     family = get_family(args.family)
-    path = save_tiny(Path(args.output), _corpus(args.data, family), family, args.seed)
+    texts = _corpus(args.data, family)
+    path = save_tiny(
+        Path(args.output), texts, family, args.seed, args.hidden, args.layers, args.vocab_size
+    )
     print(f"tiny {family.name} model written to {path}")
     return 0
 

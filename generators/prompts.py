@@ -8,6 +8,7 @@ What the two parties are called comes from the domain's vocabulary (`user_role`,
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 from trajforge.generators.vocabulary import GENERIC_VOCABULARY, DomainVocabulary
@@ -31,23 +32,50 @@ def strip_control_tokens(text: str | None) -> str | None:
     return text.strip()
 
 
+#: A tool-call id every chat template accepts: Mistral's templates raise on any id that is not
+#: exactly 9 alphanumeric characters; every other template takes any string.
+_TEMPLATE_ID = re.compile(r"[A-Za-z0-9]{9}")
+
+
+def template_call_id(call_id: str | None) -> str | None:
+    """`call_id` as an id every chat template takes: kept when it is already 9 alphanumeric
+    characters, else the first 9 hex digits of its sha256 (a call and the tool result that
+    answers it map to the same id; applying it twice changes nothing)."""
+    if call_id is None or _TEMPLATE_ID.fullmatch(call_id):
+        return call_id
+    return hashlib.sha256(call_id.encode()).hexdigest()[:9]
+
+
+def _template_ids(message: Message) -> bool:
+    ids = [c.id for c in message.tool_calls] + [message.tool_call_id]
+    return all(i == template_call_id(i) for i in ids)
+
+
 def training_message(message: Message) -> Message | None:
     """A message as trainers get it (the `messages` view, and `finetune`'s loader on runs
     without that view, so both give the same conversation): control tokens stripped; a user
-    turn left empty by that dropped (None); no text beside tool calls is None, not ""; no
-    `name` (a tool result is tied to its call by `tool_call_id`, which templates use)."""
+    turn left empty by that dropped (None); no text beside tool calls is None, not ""; call ids
+    (and the `tool_call_id` answering them) as `template_call_id` gives them; a tool result
+    keeps its `name` (the function it answers: vLLM's Hermes template requires it)."""
     content = strip_control_tokens(message.content)
     if message.role == "user" and not content:
         return None
-    if content == message.content and message.name is None and (content or not message.tool_calls):
+    if (
+        content == message.content
+        and (content or not message.tool_calls)
+        and _template_ids(message)
+    ):
         # Already as trainers get it: the rebuilt message would be equal (its content passes
         # the idempotent sanitiser again), and exports rebuild every message of every row.
         return message
     return Message(
         role=message.role,
         content=content if content or not message.tool_calls else None,
-        tool_calls=message.tool_calls,
-        tool_call_id=message.tool_call_id,
+        tool_calls=tuple(
+            c.model_copy(update={"id": template_call_id(c.id)}) for c in message.tool_calls
+        ),
+        tool_call_id=template_call_id(message.tool_call_id),
+        name=message.name,
     )
 
 

@@ -224,17 +224,26 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(re.findall(r"[a-z0-9]+", text.lower()))
 
 
+def declines_first(task_id: str, rate: float) -> bool:
+    """Whether the task's scripted user declines the first confirmation (`rollout.
+    user_declines_first`): a seeded draw per task, the same in every build and attempt."""
+    return derive_seed(task_id, "declines_first") / float(1 << 63) < rate
+
+
 class ScriptedUser:
     """Deterministic user built from the task's scenario; stateless (reads the conversation).
 
     Opens with the reason for contact; answers questions from known info by keyword; says it
     does not know unknown info; confirms with a yes when asked to confirm; stops when the agent
     says it is done. It speaks in the persona's voice (`UserVoice`: the traits shape each turn).
+    With `decline_first` it says "no, not yet" to the first confirmation and yes when asked
+    again: the conversation in which an agent can act after a refusal (the policy forbids it).
     """
 
-    def __init__(self, task: Task):
+    def __init__(self, task: Task, decline_first: bool = False):
         self._scenario = task.scenario
         self._voice = UserVoice.of(task.persona, task.id)
+        self._decline_first = decline_first
 
     async def reply(self, conversation: Sequence[Message], seed: int) -> UserTurn:
         return _turn(self.next_text(conversation), Cost())
@@ -250,7 +259,8 @@ class ScriptedUser:
         if _DONE.search(last):
             return f"{voice.close(reason)} {STOP_TOKEN}"
         if _CONFIRM.search(last):
-            return voice.affirm(turn)
+            asked = sum(bool(_CONFIRM.search(t)) for t in agent_texts)
+            return voice.decline(turn) if self._decline_first and asked == 1 else voice.affirm(turn)
         last_words = _words(last)  # once per turn, not once per label
         asked = [
             (label, value)

@@ -229,6 +229,11 @@ class UserVoice:
             text += self._pick(_CONDITIONS, "trust", turn)
         return _capital(text) + "."
 
+    def decline(self, turn: int) -> str:
+        """A "no, not yet" to a confirmation (a user who declines first, then agrees when asked
+        again): always a refusal word the policy checks and agents read as one."""
+        return self._pick(_DECLINES, "decline", turn)
+
     def unknown(self, turn: int) -> str:
         """The user does not know what was asked (never invents it)."""
         return self._pick(_UNKNOWN[self.register], "unknown", turn)
@@ -268,6 +273,12 @@ _CHATTY_TAILS = (
     ", I wrote it down somewhere",
     ", I double-checked that one earlier",
     ", as far as I know",
+)
+_DECLINES = (
+    "No, wait, not yet. Let me think about it for a second.",
+    "Hold on, not yet, I want to be sure first.",
+    "No, don't do that yet, give me a moment.",
+    "Wait, I'm not sure yet, hold on.",
 )
 _HESITATIONS = (
     "Hmm, let me think, okay,",

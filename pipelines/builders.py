@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajforge.generators.agent import AgentPolicy, LLMAgent, oracle_for
+from trajforge.generators.noisy_teacher import noisy_teacher_for
 from trajforge.generators.tooling import Domain
-from trajforge.generators.user import LLMUser, ScriptedUser, UserSimulator
+from trajforge.generators.user import LLMUser, ScriptedUser, UserSimulator, declines_first
 from trajforge.pipelines.config import BuildConfig
 from trajforge.schemas import Task
 from trajforge.verifiers.filters import build_filters
@@ -38,7 +39,8 @@ class Gates:
 class RoleBuilders:
     """LLM-backed roles: the judge, and a factory per conversational role (one call per task)."""
 
-    agent_for: Callable[[Task, Domain], AgentPolicy]  # the task's own domain (its phrasing)
+    #: (task, its own domain (its phrasing), attempt index) -> the agent of that rollout
+    agent_for: Callable[[Task, Domain, int], AgentPolicy]
     user_for: Callable[[Task, Domain], UserSimulator]  # the task's own domain (its vocabulary)
     judge: TrajectoryJudge
 
@@ -51,16 +53,19 @@ def build_gates(config: BuildConfig) -> Gates:
     )
 
 
-def _agent_factory(config: BuildConfig, clients: Any) -> Callable[[Task, Domain], AgentPolicy]:
+def _agent_factory(config: BuildConfig, clients: Any) -> Callable[[Task, Domain, int], AgentPolicy]:
     if config.rollout.agent == "oracle":
-        return oracle_for
+        return lambda task, domain, attempt: oracle_for(task, domain)
+    if config.rollout.agent == "noisy":
+        return noisy_teacher_for(config.rollout.noise)  # its faults are drawn per attempt
     agent = LLMAgent(clients.agent, clients.models["agent"], config.sampling)
-    return lambda task, domain: agent  # stateless across tasks: one per worker
+    return lambda task, domain, attempt: agent  # stateless across tasks: one per worker
 
 
 def _user_factory(config: BuildConfig, clients: Any) -> Callable[[Task, Domain], UserSimulator]:
     if config.rollout.user == "scripted":
-        return lambda task, domain: ScriptedUser(task)
+        rate = config.rollout.user_declines_first
+        return lambda task, domain: ScriptedUser(task, declines_first(task.id, rate))
     client, model = clients.user, clients.models["user"]
     return lambda task, domain: LLMUser(client, model, task, config.sampling, domain.vocabulary)
 

@@ -20,8 +20,9 @@ from trajforge.pipelines import io, shards, views
 COMMON_MAX_LENGTHS = (1024, 2048)
 SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"))
 COLUMN_DOCS = {
-    "messages": "chat turns (role, content, tool_calls with `arguments` as objects, "
-    "tool_call_id); simulator control tokens removed",
+    "messages": "chat turns, each only with its own keys (role, content, tool_calls with "
+    "`arguments` as objects and 9-character ids, a tool result's tool_call_id and name); "
+    "simulator control tokens removed",
     "tools": "OpenAI-style tool list; `parameters` is the JSON schema object",
     "num_tokens": f"estimated tokens of messages+tools (characters / {views.CHARS_PER_TOKEN:g})",
     "prompt": "context the model saw before this assistant turn",

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from trajforge.generators.llm.factory import BackendConfig
 from trajforge.generators.llm.guard import TextLimits
+from trajforge.generators.noise import NoiseConfig
 from trajforge.pipelines.dedup_config import (  # noqa: F401 - DedupConfig's parts re-exported
     DedupConfig,
     DiversityConfig,
@@ -46,8 +47,31 @@ class RolloutConfig(_Config):
     max_turns: int = Field(default=20, ge=1, le=200)
     max_steps: int = Field(default=40, ge=1, le=500)
     user: Literal["llm", "scripted"] = "llm"
-    agent: Literal["llm", "oracle"] = "llm"
+    # noisy: the gold plan with seeded faults at `noise`'s rates (generators/noisy_teacher.py)
+    agent: Literal["llm", "oracle", "noisy"] = "llm"
     attempts: int = Field(default=1, ge=1, le=64)
+    noise: NoiseConfig = NoiseConfig()
+    # Fraction of tasks whose scripted user says "no, not yet" to the first confirmation and
+    # yes when asked again (seeded per task): where an agent can act after a refusal.
+    user_declines_first: float = Field(default=0.0, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _noise_needs_noisy_agent(self) -> RolloutConfig:
+        if "noise" in self.model_fields_set and self.agent != "noisy":
+            raise ValueError(
+                f"rollout.noise sets the noisy teacher's fault rates, but rollout.agent is "
+                f"{self.agent!r}; set `agent: noisy` or drop `noise`"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _declines_need_scripted_user(self) -> RolloutConfig:
+        if self.user_declines_first > 0 and self.user != "scripted":
+            raise ValueError(
+                "rollout.user_declines_first makes the scripted user decline first, but "
+                f"rollout.user is {self.user!r}; set `user: scripted` or drop it"
+            )
+        return self
 
 
 class BlueprintConfig(_Config):
@@ -87,6 +111,10 @@ class SplitConfig(_Config):
     group_by: tuple[Literal["template", "persona"], ...] = ("template",)
     shared_entities: tuple[str, ...] = ()  # gold-action argument names, e.g. [user_id]
     near_dup_threshold: float | None = Field(default=0.7, gt=0, le=1)
+    # Templates held out whole for evaluation (fnmatch patterns on template ids, as in the
+    # report's `template_id`: `toy/deposit/c1`, `retail/cancel_order*`): every cluster holding
+    # one is golden, whatever the fractions say (the other clusters are split by them).
+    golden_templates: tuple[str, ...] = ()
 
     @model_validator(mode="before")
     @classmethod
@@ -94,6 +122,15 @@ class SplitConfig(_Config):
         if isinstance(data, dict) and "test" in data:
             raise ValueError("`test` was renamed `golden` (the frozen evaluation split); rename it")
         return data
+
+    @model_validator(mode="after")
+    def _held_out_templates_are_keys(self) -> SplitConfig:
+        if self.golden_templates and "template" not in self.group_by:
+            raise ValueError(
+                "golden_templates holds templates out whole, which needs template clusters: "
+                "add `template` to output.splits.group_by"
+            )
+        return self
 
     @model_validator(mode="after")
     def _sums_to_one(self) -> SplitConfig:

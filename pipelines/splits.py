@@ -5,6 +5,8 @@ Trajectories that share a task, a task template, a configured shared entity (e.g
 into one cluster (union-find), and a whole cluster lands in one split. The golden split is
 decided per cluster by a hash of (`splits.seed`, the cluster's smallest key) alone, so a later
 build with the same seed puts the same templates/tasks in golden and results stay comparable.
+`golden_templates` names templates to hold out whole instead of by chance (a benchmark's
+held-out task families): every cluster that holds one of them is golden.
 
 Assignment needs every record's keys in one place (a few hundred bytes per record, no text):
 fine to millions of rows; it also ranks rows inside each split so shards are balanced to one row.
@@ -15,6 +17,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from fnmatch import fnmatchcase
 from typing import Literal
 
 from pydantic import Field
@@ -139,6 +142,22 @@ def split_for_cluster(cluster: str, fractions: dict[str, float], seed: int) -> S
     return "train"
 
 
+def held_out_clusters(
+    items: Sequence[SplitKeys], cluster_of: dict[str, str], patterns: Sequence[str]
+) -> set[str]:
+    """Clusters holding a template that matches one of `patterns` (fnmatch, on template ids
+    such as `toy/deposit/c1`): held out whole, so no held-out template reaches training."""
+    if not patterns:
+        return set()
+    held = set()
+    for item in items:
+        for key in item.keys:
+            kind, _, value = key.partition(":")
+            if kind == "template" and any(fnmatchcase(value, p) for p in patterns):
+                held.add(cluster_of[item.id])
+    return held
+
+
 def shard_count(total_bytes: int, rows: int, target_bytes: int, fixed: int | None) -> int:
     """Shards for one output split: fixed when configured, else one per `target_bytes`."""
     wanted = fixed if fixed is not None else math.ceil(total_bytes / max(target_bytes, 1))
@@ -153,6 +172,7 @@ def plan_splits(
     target_shard_bytes: int,
     train_shards: int | None,
     pairs: Sequence[tuple[str, str]] | None = None,
+    golden_templates: Sequence[str] = (),
 ) -> SplitPlan:
     """Assign every record a split (by cluster), a rank in it, and shard counts per output.
     Near-duplicate edges are `pairs` when given (the build finds them in bounded buckets, see
@@ -163,7 +183,13 @@ def plan_splits(
     else:
         pairs = near_dup_pairs(items, *near) if near else []
     cluster_of = clusters(items, pairs)
-    split_of = {i.id: split_for_cluster(cluster_of[i.id], fractions, seed) for i in items}
+    held = held_out_clusters(items, cluster_of, golden_templates)
+    split_of: dict[str, SplitName] = {
+        i.id: "golden"
+        if cluster_of[i.id] in held
+        else split_for_cluster(cluster_of[i.id], fractions, seed)
+        for i in items
+    }
     rank_of: dict[str, int] = {}
     counts: dict[str, int] = defaultdict(int)
     size: dict[tuple[str, str], int] = defaultdict(int)

@@ -108,16 +108,29 @@ async def _generate(
     from trajforge.generators.rollout import run_rollout
 
     assert res.roles is not None
-    return await run_rollout(
+    agent = res.roles.agent_for(task, domain, attempt)
+    trajectory = await run_rollout(
         task,
         domain,
-        res.roles.agent_for(task, domain),
+        agent,
         res.roles.user_for(task, domain),
         max_turns=cfg.rollout.max_turns,
         max_steps=cfg.rollout.max_steps,
         seed=seed,
         provenance=provenance,
     )
+    return with_injected_faults(trajectory, agent)
+
+
+def with_injected_faults(trajectory: Trajectory, agent: object) -> Trajectory:
+    """A noisy teacher's faults, recorded in the trajectory's provenance (not in its id)."""
+    from trajforge.generators.noisy_teacher import NoisyTeacher
+
+    if not isinstance(agent, NoisyTeacher) or not agent.injected_faults:
+        return trajectory
+    faults = tuple(agent.injected_faults)
+    provenance = trajectory.provenance.model_copy(update={"injected_faults": faults})
+    return trajectory.model_copy(update={"provenance": provenance})
 
 
 class RejectedRecord(Rejected):

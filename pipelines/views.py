@@ -3,7 +3,7 @@
 Each view turns one `DatasetRecord` into rows of a fixed `Features` schema (`features.py`, what
 `datasets.Features` writes):
 
-- `messages`: `messages` + `tools` as native nested columns, what `SFTTrainer` and
+- `messages`: `messages` + `tools`, what `SFTTrainer` and
   `tokenizer.apply_chat_template(messages, tools=tools)` take unchanged;
 - `step_prefix`: one `prompt`/`completion` row per assistant turn, the prompt being exactly the
   context the model saw at that step (step-level SFT and evaluation);
@@ -14,7 +14,14 @@ Tool-call `arguments`, tool `parameters` and state-diff values differ in shape p
 Arrow struct would union every tool's keys (filling the others with nulls). They are stored as
 `Json()` (Arrow's JSON extension type over a string, as `datasets.Json()`): `load_dataset`
 decodes them back to the exact dicts, so templates render `"arguments": {...}`, never a
-double-encoded string.
+double-encoded string. Each chat message is one `Json()` value for the same reason: as a struct,
+Arrow would give every message every key (`tool_calls: None` on a user turn, `tool_call_id:
+None` on an assistant turn), and Llama 3.x's (`'tool_calls' in message`) and Hermes' (`tool_calls
+is not defined`) templates raise on those. A message carries only its own keys: `content` unless
+an assistant turn only calls tools, `tool_calls`, a tool result's `tool_call_id` and `name`
+(vLLM's Hermes template requires it). Call ids are 9 alphanumeric characters, which Mistral's
+templates require (`generators.prompts.template_call_id`); tests/finetune/test_view_templates.py
+renders every row of real builds with each pinned family's template and Mistral's.
 
 The simulator's control tokens (`###STOP###` ...) are removed from the text, and a turn left
 empty by that is dropped: a model must not learn to emit them.
@@ -38,17 +45,8 @@ VIEW_NAMES: tuple[ViewName, ...] = ("messages", "step_prefix", "steps", "sharegp
 #: (within ~15% of BPE tokenizers such as Qwen2.5's and Llama-3's on English chat + JSON).
 CHARS_PER_TOKEN = 4.0
 
-_CALL = {
-    "id": Value("string"),
-    "type": Value("string"),
-    "function": {"name": Value("string"), "arguments": Json()},
-}
-_MESSAGE = {
-    "role": Value("string"),
-    "content": Value("string"),
-    "tool_calls": List(_CALL),
-    "tool_call_id": Value("string"),
-}
+#: One chat message as JSON (see the module doc): only the keys it has.
+_MESSAGE = Json()
 _TOOL = {
     "type": Value("string"),
     "function": {"name": Value("string"), "description": Value("string"), "parameters": Json()},
@@ -110,25 +108,12 @@ FEATURES: dict[ViewName, Features] = {
 
 
 def chat_message(message: Message) -> dict[str, Any] | None:
-    """One message in the HF chat shape with arguments as dicts; None when only a control
-    token was said (the turn is dropped). The rule is `training_message`'s."""
+    """One message in the HF chat shape with arguments as dicts and only the keys it has; None
+    when only a control token was said (the turn is dropped). The rule is `training_message`'s."""
     trained = training_message(message)
     if trained is None:
         return None
-    calls = [
-        {
-            "id": c.id,
-            "type": "function",
-            "function": {"name": c.name, "arguments": dict(c.arguments)},
-        }
-        for c in trained.tool_calls
-    ]
-    return {
-        "role": trained.role,
-        "content": trained.content,
-        "tool_calls": calls or None,
-        "tool_call_id": trained.tool_call_id,
-    }
+    return trained.chat_dict()
 
 
 def chat_messages(trajectory: Trajectory) -> list[dict[str, Any]]:
@@ -249,13 +234,13 @@ def _sharegpt_turns(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
     turns = []
     for m in messages:
         if m["role"] == "user":
-            turns.append({"from": "human", "value": m["content"] or ""})
+            turns.append({"from": "human", "value": m.get("content") or ""})
         elif m["role"] == "tool":
-            turns.append({"from": "observation", "value": m["content"] or ""})
+            turns.append({"from": "observation", "value": m.get("content") or ""})
         elif m["role"] == "assistant":
-            if m["content"]:
+            if m.get("content"):
                 turns.append({"from": "gpt", "value": m["content"]})
-            for call in m["tool_calls"] or []:
+            for call in m.get("tool_calls", ()):
                 fn = call["function"]
                 value = json.dumps({"name": fn["name"], "arguments": fn["arguments"]})
                 turns.append({"from": "function_call", "value": value})
@@ -264,7 +249,7 @@ def _sharegpt_turns(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
 
 def sharegpt_rows(record: DatasetRecord) -> list[dict[str, Any]]:
     messages = chat_messages(_trajectory(record))
-    system = "\n".join(m["content"] or "" for m in messages if m["role"] == "system")
+    system = "\n".join(m.get("content") or "" for m in messages if m["role"] == "system")
     return [
         {
             **_keys(record),

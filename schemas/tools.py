@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import Field
@@ -56,20 +57,24 @@ class Message(Record):
 
     def openai_dict(self) -> dict[str, Any]:
         """OpenAI wire format (arguments as JSON strings); None keys dropped."""
-        import json
+        return self._with_calls({"role": self.role, "content": self.content}, _wire_arguments)
 
-        out: dict[str, Any] = {"role": self.role, "content": self.content}
+    def chat_dict(self) -> dict[str, Any]:
+        """The shape chat templates take: arguments as dicts and only the keys this message
+        has (`content` unless an assistant turn only calls tools). A None-valued key is not
+        the same as none: Llama 3.x's templates test `'tool_calls' in message`."""
+        out: dict[str, Any] = {"role": self.role}
+        if self.content is not None or not self.tool_calls:
+            out["content"] = self.content or ""
+        return self._with_calls(out, lambda c: dict(c.arguments))
+
+    def _with_calls(self, out: dict[str, Any], arguments: Callable[[ToolCall], Any]):
         if self.tool_calls:
             out["tool_calls"] = [
                 {
                     "id": c.id,
                     "type": "function",
-                    "function": {
-                        "name": c.name,
-                        "arguments": c.raw_arguments
-                        if c.parse_error is not None and c.raw_arguments is not None
-                        else json.dumps(c.arguments, sort_keys=True),
-                    },
+                    "function": {"name": c.name, "arguments": arguments(c)},
                 }
                 for c in self.tool_calls
             ]
@@ -78,3 +83,12 @@ class Message(Record):
         if self.name is not None:
             out["name"] = self.name
         return out
+
+
+def _wire_arguments(call: ToolCall) -> str:
+    """A call's arguments as the JSON text the model wrote: the raw text when it did not parse."""
+    import json
+
+    if call.parse_error is not None and call.raw_arguments is not None:
+        return call.raw_arguments
+    return json.dumps(call.arguments, sort_keys=True)

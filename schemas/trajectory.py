@@ -63,13 +63,38 @@ class Cost(Record):
         )
 
 
+#: The faults a noisy teacher (generators/noisy_teacher.py) can inject, one per class of
+#: imperfect-teacher behaviour the quality gate is meant to catch.
+FaultClass = Literal[
+    "skip_confirmation",  # a write without asking the user first
+    "act_after_refusal",  # a write right after the user declined it
+    "other_users_record",  # a read of a record that belongs to another user
+    "invented_value",  # the closing states an amount no tool or user turn showed
+    "repeated_calls",  # the same read call made several times in a row
+    "no_report",  # the closing reports neither the writes nor the requested outputs
+]
+
+
+class InjectedFault(Record):
+    """One fault a noisy teacher injected on purpose: its class, the index the faulty message
+    got in the conversation, and what it did (so a benchmark counts what the gate caught)."""
+
+    fault: FaultClass
+    message_index: int = Field(ge=0)
+    detail: str = ""
+
+
 class Provenance(Record):
-    """Where a trajectory came from. Never holds API keys or endpoints' secrets."""
+    """Where a trajectory came from. Never holds API keys or endpoints' secrets.
+
+    `injected_faults` is filled only by a noisy teacher (`rollout.agent: noisy`); an optional
+    field with an empty default, so records written before it still load (schema_version 1)."""
 
     models: dict[str, str]  # role -> model name ("agent", "user", "judge", ...)
     seeds: dict[str, int]
     config_hash: str = ""
     trajforge_version: str = ""
+    injected_faults: tuple[InjectedFault, ...] = ()
 
 
 class OutcomeResult(Record):

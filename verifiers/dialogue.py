@@ -3,36 +3,18 @@
 Policy rules and grounding checks both need to know whether a user turn affirms or declines, and
 what the tool results said about one object (an order's status, its owner). One definition here
 keeps them from drifting apart.
+The yes/no reading itself lives in generators/consent.py (agents honour the same words).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
+from trajforge.generators.consent import is_affirmation, is_refusal
 from trajforge.schemas import StepRecord, Trajectory
 
-_REFUSAL = re.compile(
-    r"^\W*(?:no|nope|nah)\b(?!\s+problem)|\b(?:don'?t|do not|not yet|hold on|wait|never ?mind|"
-    r"rather not|changed my mind|not (?:do|proceed|go ahead)|cancel that|stop that)\b",
-    re.IGNORECASE,
-)
-_AFFIRM = re.compile(
-    r"\b(?:yes|yeah|yep|yup|sure|confirm(?:ed)?|go ahead|please do|please proceed|proceed|"
-    r"correct|that'?s right|ok(?:ay)?|sounds good|do it|affirmative|absolutely|of course)\b",
-    re.IGNORECASE,
-)
-
-
-def is_refusal(text: str | None) -> bool:
-    """The user declines ("no", "don't do that", "wait, I changed my mind")."""
-    return bool(text) and bool(_REFUSAL.search(text or ""))
-
-
-def is_affirmation(text: str | None) -> bool:
-    """The user says yes to what was just proposed (and declines nothing)."""
-    return bool(text) and not is_refusal(text) and bool(_AFFIRM.search(text or ""))
+__all__ = ["is_affirmation", "is_refusal", "result_object", "steps_by_call"]
 
 
 def result_object(step: StepRecord) -> Any:

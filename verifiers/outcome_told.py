@@ -39,16 +39,27 @@ def _told(step: StepRecord, later: list[str]) -> bool:
     return False
 
 
+def _call_positions(trajectory: Trajectory) -> dict[str, int]:
+    """Call id -> index of the message that made the call. A step's `turn` counts user turns,
+    not messages, so it cannot say which agent texts came after the write (reading from it,
+    a confirmation prompt before the write passed for its report)."""
+    return {
+        call.id: index
+        for index, message in enumerate(trajectory.messages)
+        for call in message.tool_calls
+    }
+
+
 def untold_writes(trajectory: Trajectory) -> list[StepRecord]:
     """Successful writes whose result no later agent text reports."""
     untold = []
+    positions = _call_positions(trajectory)
     for step in trajectory.steps:
         if not step.mutating or step.error is not None or not step.state_diff:
             continue
+        start = positions.get(step.call.id, len(trajectory.messages)) + 1
         later = [
-            m.content
-            for m in trajectory.messages[step.turn + 1 :]
-            if m.role == "assistant" and m.content
+            m.content for m in trajectory.messages[start:] if m.role == "assistant" and m.content
         ]
         if not _told(step, later):
             untold.append(step)

@@ -19,7 +19,7 @@ class OPDConfig(_Config):
     student: str  # local model directory (transformers format), trained in place of a copy
     teacher: str  # local model directory with the student's tokenizer; never trained
     output: str
-    family: str | None = None  # chat-template family; None: the student dir's, else qwen2.5
+    family: str | None = None  # chat-template family; None: detected from the student
     tasks: str | None = None  # run directory: tasks of `split`; None: fresh tasks of `domain`
     split: str = "train"
     domain: str = "retail"

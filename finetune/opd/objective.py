@@ -82,6 +82,15 @@ def gather_logprobs(logits: torch.Tensor, input_ids: torch.Tensor) -> torch.Tens
     return torch.nn.functional.pad(picked, (1, 0))
 
 
+def over_vocabulary(logits: torch.Tensor, vocab_size: int | None) -> torch.Tensor:
+    """The logits of the tokenizer's `vocab_size` tokens only. Models of one family often pad
+    the embedding matrix (to a multiple of 128 or 256) past the tokenizer: those rows are no
+    token, their width differs between a student and its teacher, and their probability mass
+    would only blur both distributions, so every place where teacher and student logits meet
+    (sampling, scoring, the update, the KL) compares them over the shared vocabulary."""
+    return logits if vocab_size is None else logits[..., :vocab_size]
+
+
 def shifted_logits(logits: torch.Tensor) -> torch.Tensor:
     """Logits aligned with `input_ids` like `gather_logprobs`: row t predicts token t (row 0 is
     the first row repeated, and is never under the mask)."""

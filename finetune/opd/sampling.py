@@ -21,6 +21,7 @@ import torch
 
 from trajforge.finetune.modeling import Precision, autocast_for
 from trajforge.finetune.opd.guided import GuidedSchedule, teacher_takes_turn
+from trajforge.finetune.opd.objective import over_vocabulary
 from trajforge.finetune.opd.transcript import TokenTranscript
 from trajforge.generators.agent import AgentTurn, SampledTokens
 from trajforge.generators.llm.toolcall_text import parse_tool_calls
@@ -46,6 +47,7 @@ class TransformersSampler:
     max_new_tokens: int = 128
     temperature: float = 1.0
     precision: Precision | None = None  # the training forward's, so log p_old matches it
+    vocab_size: int | None = None  # the tokenizer's: embedding padding rows are never drawn
 
     @torch.no_grad()
     def sample(self, prompt_ids: Sequence[int], seed: int) -> SampledTokens:
@@ -60,7 +62,7 @@ class TransformersSampler:
         tokens: list[int] = []
         logprobs: list[float] = []
         for _ in range(self.max_new_tokens):
-            logits = out.logits[0, -1].float()
+            logits = over_vocabulary(out.logits[0, -1], self.vocab_size).float()
             token = self._draw(logits, generator)
             tokens.append(token)
             logprobs.append(float(torch.log_softmax(logits, -1)[token]))

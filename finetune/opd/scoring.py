@@ -1,8 +1,9 @@
 """Forward passes of OPD: the teacher scores a rollout once; the student's update and the
 held-out reverse KL.
 
-The teacher sees the student's exact token sequence (the two must share a tokenizer) in one
-forward pass and returns, per position, the log-probability of the token there and its own
+Every forward's logits are cut to the tokenizer's vocabulary (`over_vocabulary`: embedding
+rows past it are padding, and a teacher's may be wider than its student's). The teacher sees
+the student's exact token sequence (the two must share a tokenizer) in one forward pass and returns, per position, the log-probability of the token there and its own
 confidence (top-token probability, for Selective weights). One pass per trajectory, whatever
 the number of turns: that is why the sequence is built once, token-exact, by the transcript.
 """
@@ -20,6 +21,7 @@ from trajforge.finetune.opd.objective import (
     exact_reverse_kl,
     gather_logprobs,
     opd_loss,
+    over_vocabulary,
     shifted_logits,
     token_advantages,
 )
@@ -52,22 +54,52 @@ class ScoredRollout:
 
 
 @torch.no_grad()
-def teacher_scores(teacher: Any, input_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def teacher_scores(
+    teacher: Any, input_ids: torch.Tensor, vocab_size: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(log p_teacher of each token, teacher's top-token probability), aligned with the ids."""
-    logits = teacher(input_ids=input_ids).logits
+    logits = over_vocabulary(teacher(input_ids=input_ids).logits, vocab_size)
     logprobs = gather_logprobs(logits, input_ids)
     confidence = torch.softmax(shifted_logits(logits).float(), -1).amax(-1)
     return logprobs, confidence
 
 
+@torch.no_grad()
+def student_logprobs(
+    student: Any,
+    input_ids: torch.Tensor,
+    precision: Precision | None = None,
+    vocab_size: int | None = None,
+) -> torch.Tensor:
+    """log p_old recomputed: the student's forward as `accumulate_update` runs it (train mode,
+    same autocast, same vocabulary cut), before the update, so the ratio starts at exactly 1."""
+    student.train()
+    with autocast_for(precision, input_ids):
+        logits = student(input_ids=input_ids).logits
+    return gather_logprobs(over_vocabulary(logits, vocab_size), input_ids)
+
+
 def score_rollout(
-    teacher: Any, tokens: RolloutTokens, device: str, selective: SelectiveConfig | None
+    teacher: Any,
+    tokens: RolloutTokens,
+    device: str,
+    selective: SelectiveConfig | None,
+    vocab_size: int | None = None,
+    *,
+    student: Any | None = None,
+    precision: Precision | None = None,
 ) -> ScoredRollout:
-    """Teacher scores for one rollout; with Selective, the turns it would not train are masked."""
+    """Teacher scores for one rollout; with Selective, the turns it would not train are masked.
+    log p_old is what the sampler recorded, or, given `student`, recomputed by its forward
+    (a sampler that is not the trained model: vLLM, whose log-probs differ in dtype and
+    kernels)."""
     ids = torch.tensor([tokens.input_ids], device=device)
-    teacher_lp, confidence = teacher_scores(teacher, ids)
-    old = torch.tensor([tokens.sampled_logprobs], device=device)
+    teacher_lp, confidence = teacher_scores(teacher, ids, vocab_size)
     mask = torch.tensor([tokens.mask], device=device)
+    if student is None:
+        old = torch.tensor([tokens.sampled_logprobs], device=device)
+    else:
+        old = student_logprobs(student, ids, precision, vocab_size) * mask
     turns = len(tokens.feedback_error)
     kept = turns
     if selective is not None and turns:
@@ -77,6 +109,18 @@ def score_rollout(
         mask = gated_mask(mask, turn_ids.unsqueeze(0), gate)
         kept = sum(gate)
     return ScoredRollout(tokens, ids, old, teacher_lp, confidence, mask, kept, turns)
+
+
+def sampler_gap(scored: Sequence[ScoredRollout]) -> float:
+    """Mean |log p_sampler - log p_old| over the student's tokens: how far the sampler's own
+    log-probs were from the trained forward's (0 when log p_old is the sampler's)."""
+    total, count = 0.0, 0
+    for s in scored:
+        mask = s.sampled_mask()
+        sampled = torch.tensor([s.tokens.sampled_logprobs], device=mask.device)
+        total += float(((sampled - s.old_logprobs).abs() * mask).sum())
+        count += int(mask.sum())
+    return total / count if count else 0.0
 
 
 def step_weights(scored: Sequence[ScoredRollout], selective: SelectiveConfig | None):
@@ -97,6 +141,7 @@ def accumulate_update(
     scored: Sequence[ScoredRollout],
     weights: Sequence,
     precision: Precision | None = None,
+    vocab_size: int | None = None,
 ) -> float:
     """Backpropagate the step's OPD loss rollout by rollout (N = the step's trained tokens);
     returns the step loss. The caller clips and steps the optimizer."""
@@ -108,7 +153,7 @@ def accumulate_update(
             continue
         with autocast_for(precision, s.input_ids):
             logits = student(input_ids=s.input_ids).logits
-        logprobs = gather_logprobs(logits, s.input_ids)
+        logprobs = gather_logprobs(over_vocabulary(logits, vocab_size), s.input_ids)
         advantages = token_advantages(s.teacher_logprobs, s.old_logprobs)
         loss = opd_loss(logprobs, s.old_logprobs, advantages, s.mask, w, num_tokens=total_tokens)
         loss.backward()
@@ -123,9 +168,11 @@ def heldout_reverse_kl(
     rollouts: Sequence[RolloutTokens],
     device: str,
     precision: Precision | None = None,
+    vocab_size: int | None = None,
 ):
     """Full-vocabulary reverse KL(student || teacher) per student-sampled token, over rollouts
-    the current student sampled on held-out tasks (token-weighted mean)."""
+    the current student sampled on held-out tasks (token-weighted mean); the vocabulary is the
+    tokenizer's (`vocab_size`), padding rows of either embedding ignored."""
     student.eval()
     total, count = 0.0, 0
     for tokens in rollouts:
@@ -135,8 +182,8 @@ def heldout_reverse_kl(
             continue
         ids = torch.tensor([tokens.input_ids], device=device)
         with autocast_for(precision, ids):
-            s_logits = shifted_logits(student(input_ids=ids).logits)
-        t_logits = shifted_logits(teacher(input_ids=ids).logits)
+            s_logits = shifted_logits(over_vocabulary(student(input_ids=ids).logits, vocab_size))
+        t_logits = shifted_logits(over_vocabulary(teacher(input_ids=ids).logits, vocab_size))
         total += exact_reverse_kl(s_logits, t_logits, mask) * n
         count += n
     return total / count if count else 0.0

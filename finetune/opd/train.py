@@ -9,6 +9,13 @@
 
 Everything random is seeded from (task id, stage, step, index), so a resumed run samples the
 same rollouts it would have sampled without the interruption.
+
+With `sampler: vllm` the student samples in a vLLM engine, which is synced with the student's
+weights after every step and after a resume; log p_old is then recomputed by the student's own
+forward pass (the update's computation, same autocast), because the engine's log-probs come
+from another implementation in another dtype and their gap would bias the ratio
+`exp(logp_theta - logp_old)` (the gap is logged as `sampler_logprob_gap`). A Guided teacher
+always samples with its one transformers copy, the copy that scores: never a second engine.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from trajforge.finetune.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
-from trajforge.finetune.families import get_family
+from trajforge.finetune.families import TemplateFamily, resolve_family
 from trajforge.finetune.modeling import (
     Precision,
     inference_dtype,
@@ -35,13 +42,14 @@ from trajforge.finetune.opd.config import OPDConfig
 from trajforge.finetune.opd.rollouts import RolloutSetup, sample_rollouts, step_jobs
 from trajforge.finetune.opd.sampling import TokenSampler, TransformersSampler
 from trajforge.finetune.opd.scoring import (
+    ScoredRollout,
     accumulate_update,
     heldout_reverse_kl,
+    sampler_gap,
     score_rollout,
     step_weights,
 )
-from trajforge.finetune.opd.transcript import FamilyRenderer
-from trajforge.finetune.tiny import saved_family
+from trajforge.finetune.opd.transcript import FamilyRenderer, RolloutTokens
 from trajforge.generators.tooling import Domain
 from trajforge.generators.user import LLMUser, ScriptedUser, UserSimulator
 from trajforge.schemas import Task
@@ -58,6 +66,7 @@ class OPDMetrics(BaseModel):
     step: int
     loss: float | None = None
     sampled_reverse_kl: float | None = None  # mean log p_old - log p_teacher, student tokens
+    sampler_logprob_gap: float | None = None  # mean |log p_sampler - log p_old| (vLLM only)
     trained_tokens: int | None = None
     tokens: int | None = None
     rollouts: int | None = None
@@ -88,16 +97,24 @@ class Models:
     tokenizer: Any
     device: str
     precision: Precision
+    family: TemplateFamily
+
+    @property
+    def vocab_size(self) -> int:
+        """The tokenizer's vocabulary: logits are compared over it (embedding padding cut)."""
+        return len(self.tokenizer)
 
 
 def load_models(cfg: OPDConfig) -> Models:
     """Student (trainable) and teacher (frozen) that must share one tokenizer, each loaded in
     the dtype `precision` gives (transformers 5 would otherwise load a checkpoint's own dtype:
-    a bf16 student trained in pure bf16, whose updates mostly round away)."""
+    a bf16 student trained in pure bf16, whose updates mostly round away). The family is
+    resolved from the student's tokenizer first, so a wrong one fails before any weights load."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     device = pick_device() if cfg.device == "auto" else cfg.device
     tokenizer = AutoTokenizer.from_pretrained(cfg.student)
+    family = resolve_family(tokenizer, cfg.family, cfg.student)
     teacher_vocab = AutoTokenizer.from_pretrained(cfg.teacher).get_vocab()
     if teacher_vocab != tokenizer.get_vocab():
         raise ValueError(
@@ -107,22 +124,43 @@ def load_models(cfg: OPDConfig) -> Models:
     precision = resolve_precision(cfg.precision, device, "full")
     student = AutoModelForCausalLM.from_pretrained(cfg.student, dtype=precision.load_dtype)
     teacher = AutoModelForCausalLM.from_pretrained(cfg.teacher, dtype=inference_dtype(precision))
+    for name, model in (("student", student), ("teacher", teacher)):
+        rows = model.get_output_embeddings().weight.shape[0]
+        if rows < len(tokenizer):
+            raise ValueError(
+                f"{name}: its output layer has {rows} rows for a tokenizer of {len(tokenizer)} "
+                "tokens; give a model whose embeddings cover the tokenizer (padding is fine)"
+            )
     teacher.to(device).eval()
     teacher.requires_grad_(False)
-    return Models(student.to(device), teacher, tokenizer, device, precision)
+    return Models(student.to(device), teacher, tokenizer, device, precision, family)
 
 
-def make_sampler(
-    cfg: OPDConfig, model: Any, path: str, stop_ids: list[int], precision: Precision | None = None
-) -> TokenSampler:
-    """The configured sampler for a model (vLLM is imported only when asked for); a
+def make_sampler(cfg: OPDConfig, models: Models, stop_ids: list[int]) -> TokenSampler:
+    """The student's configured sampler (vLLM is imported only when asked for); a
     transformers sampler runs under the training forward's precision, so its log p_old is
     what the update's first forward computes."""
     if cfg.sampler == "vllm":
         from trajforge.finetune.opd.vllm_sampler import VLLMSampler
 
-        return VLLMSampler(path, stop_ids, cfg.max_new_tokens, cfg.temperature)
-    return TransformersSampler(model, stop_ids, cfg.max_new_tokens, cfg.temperature, precision)
+        return VLLMSampler(
+            cfg.student,
+            stop_ids,
+            cfg.max_new_tokens,
+            cfg.temperature,
+            vocab_size=models.vocab_size,
+        )
+    return transformers_sampler(cfg, models, models.student, stop_ids)
+
+
+def transformers_sampler(
+    cfg: OPDConfig, models: Models, model: Any, stop_ids: list[int]
+) -> TransformersSampler:
+    """Sampling from an already loaded model (the student, or the Guided teacher: the copy
+    that scores also takes the teacher's turns, so it is on the device once)."""
+    return TransformersSampler(
+        model, stop_ids, cfg.max_new_tokens, cfg.temperature, models.precision, models.vocab_size
+    )
 
 
 def user_factory(cfg: OPDConfig, domain: Domain) -> Callable[[Task], UserSimulator]:
@@ -150,17 +188,15 @@ class OPDTrainer:
         self.tasks: list[Task] = list(tasks)
         self.heldout: list[Task] = list(heldout) or self.tasks
         self.output = Path(cfg.output)
-        self.family = get_family(cfg.family or saved_family(cfg.student) or "qwen2.5")
+        self.family = models.family
         self.renderer = FamilyRenderer(models.tokenizer, self.family)
         stop = self.renderer.encode(self.family.end_of_turn)
-        self.student_sampler = make_sampler(
-            cfg, models.student, cfg.student, stop, models.precision
-        )
+        self.student_sampler = make_sampler(cfg, models, stop)
         self.teacher_sampler = (
-            make_sampler(cfg, models.teacher, cfg.teacher, stop, models.precision)
-            if cfg.guided
-            else None
+            transformers_sampler(cfg, models, models.teacher, stop) if cfg.guided else None
         )
+        # the engine's log-probs are not the trained forward's: recompute log p_old
+        self.recompute_old = cfg.sampler == "vllm"
         self.user_factory = user_factory(cfg, domain)
         self.optimizer = torch.optim.AdamW(models.student.parameters(), lr=cfg.learning_rate)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda _: 1.0)
@@ -188,12 +224,10 @@ class OPDTrainer:
         sampled = sample_rollouts(
             step_jobs(self.tasks, step, cfg.rollouts_per_step, "opd"), self.setup()
         )
-        scored = [
-            score_rollout(m.teacher, r.tokens, m.device, cfg.selective) for r in sampled.rollouts
-        ]
+        scored = self.score([r.tokens for r in sampled.rollouts])
         self.optimizer.zero_grad(set_to_none=True)
         weights = step_weights(scored, cfg.selective)
-        loss = accumulate_update(m.student, scored, weights, m.precision)
+        loss = accumulate_update(m.student, scored, weights, m.precision, m.vocab_size)
         if cfg.max_grad_norm is not None:
             torch.nn.utils.clip_grad_norm_(m.student.parameters(), cfg.max_grad_norm)
         self.optimizer.step()
@@ -208,6 +242,7 @@ class OPDTrainer:
             step=step + 1,
             loss=loss,
             sampled_reverse_kl=kl_sum / student_tokens if student_tokens else 0.0,
+            sampler_logprob_gap=sampler_gap(scored) if self.recompute_old else None,
             trained_tokens=int(sum(int(s.mask.sum()) for s in scored)),
             tokens=sum(len(r.tokens.input_ids) for r in sampled.rollouts),
             rollouts=len(sampled.rollouts),
@@ -220,13 +255,33 @@ class OPDTrainer:
             elapsed_s=round(time.perf_counter() - self.started, 3),
         )
 
+    def score(self, rollouts: list[RolloutTokens]) -> list[ScoredRollout]:
+        """The teacher's scores of each rollout, with log p_old recomputed by the student
+        when the sampler is not the trained model (vLLM)."""
+        m, cfg = self.models, self.cfg
+        student = m.student if self.recompute_old else None
+        return [
+            score_rollout(
+                m.teacher,
+                tokens,
+                m.device,
+                cfg.selective,
+                m.vocab_size,
+                student=student,
+                precision=m.precision,
+            )
+            for tokens in rollouts
+        ]
+
     def heldout_kl(self) -> float:
         """Reverse KL on rollouts the current student samples on held-out tasks (same seeds
         at every evaluation, so successive values are comparable)."""
         jobs = step_jobs(self.heldout, 0, self.cfg.eval_rollouts, "opd-heldout")
         rollouts = [r.tokens for r in sample_rollouts(jobs, self.setup(guided=False)).rollouts]
         m = self.models
-        return heldout_reverse_kl(m.student, m.teacher, rollouts, m.device, m.precision)
+        return heldout_reverse_kl(
+            m.student, m.teacher, rollouts, m.device, m.precision, m.vocab_size
+        )
 
     def evaluate(self, step: int) -> OPDMetrics:
         kl = self.heldout_kl()
@@ -309,7 +364,11 @@ class OPDTrainer:
             return 0
         if checkpoint is None:
             return 0
-        return load_checkpoint(checkpoint, self.models.student, self.optimizer, self.scheduler)
+        step = load_checkpoint(checkpoint, self.models.student, self.optimizer, self.scheduler)
+        # an engine loaded the student's directory (the weights before training): give it the
+        # checkpoint's, or the first rollouts after a resume are off-policy
+        self.student_sampler.sync(self.models.student)
+        return step
 
 
 def training_tasks(cfg: OPDConfig, domain: Domain) -> list[Task]:

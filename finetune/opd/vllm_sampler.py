@@ -3,8 +3,11 @@
 Importing this module never needs vLLM; constructing the sampler does (the `gpu` extra). The
 engine is given token ids, never text, so the token-id invariant holds as with transformers,
 and returns each sampled token's log-probability (`logprobs=0`: the sampled token's own).
-After every optimizer step the trainer calls `sync(model)`, which loads the student's current
-weights into the engine, so rollouts stay on-policy.
+After every optimizer step (and after a resume) the trainer calls `sync(model)`, which loads
+the student's current weights into the engine, so rollouts stay on-policy. The engine's
+log-probs are kept for a diagnostic only: the trainer recomputes log p_old with the student
+(train.py). With `vocab_size` the engine samples only the tokenizer's ids (`allowed_token_ids`):
+rows of a padded embedding are no token, and the student's recomputation cuts them off.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ class VLLMSampler:
         max_new_tokens: int,
         temperature: float,
         gpu_memory_utilization: float = 0.35,
+        vocab_size: int | None = None,
     ):
         # The engine core must live in this process for `sync` to reach its model.
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
@@ -42,6 +46,7 @@ class VLLMSampler:
         self.stop_ids = list(stop_ids)
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
+        self.allowed = list(range(vocab_size)) if vocab_size is not None else None
 
     def sample(self, prompt_ids: Sequence[int], seed: int) -> SampledTokens:
         params = self._vllm.SamplingParams(
@@ -51,6 +56,7 @@ class VLLMSampler:
             stop_token_ids=self.stop_ids,
             logprobs=0,
             skip_special_tokens=False,
+            allowed_token_ids=self.allowed,
         )
         prompt = {"prompt_token_ids": list(prompt_ids)}
         (result,) = self._engine.generate([prompt], params, use_tqdm=False)

@@ -162,6 +162,5 @@ def _build_backend(cfg: BackendConfig, stats: CallStats) -> Any:
     if isinstance(cfg, VLLMBackendConfig):
         from trajforge.generators.llm.vllm_backend import VLLMBackend
 
-        options = cfg.model_dump(exclude={"kind", "model", "max_batch_size"}, exclude_none=True)
-        return VLLMBackend(cfg.model, max_batch_size=cfg.max_batch_size, **options)
+        return VLLMBackend.from_config(cfg)
     raise LLMError(f"unknown backend config {type(cfg).__name__}")

@@ -100,6 +100,7 @@ class WriteOutputs(beam.PTransform):
         self.outputs = (shards.CANONICAL, *out.views)
         self.fractions = out.splits.model_dump(include={"train", "validation", "golden"})
         self.seed = out.splits.seed
+        self.golden_templates = out.splits.golden_templates
         threshold = out.splits.near_dup_threshold
         self.near = None if threshold is None else config.quality.dedup.near
         self.near_threshold = threshold or 0.0
@@ -109,7 +110,14 @@ class WriteOutputs(beam.PTransform):
     def _plan(self, gathered) -> splits.SplitPlan:
         items, pairs = gathered
         return splits.plan_splits(
-            items, self.fractions, self.seed, None, self.target_bytes, self.train_shards, pairs
+            items,
+            self.fractions,
+            self.seed,
+            None,
+            self.target_bytes,
+            self.train_shards,
+            pairs,
+            self.golden_templates,
         )
 
     def expand(self, records):

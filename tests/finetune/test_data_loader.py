@@ -58,15 +58,16 @@ def test_view_and_canonical_columns_give_identical_conversations(with_view, spli
 
 
 def test_one_training_message_rule_for_both_paths(with_view):
-    """The canonical rows keep each tool result's `name` and may hold a user turn that said only
-    ###STOP###; the view drops both, and the fallback applies the same rule."""
+    """The canonical rows may hold a user turn that said only ###STOP###; the view drops it,
+    keeps each tool result's `name`, and the fallback applies the same rule."""
     from trajforge.generators.prompts import training_message
     from trajforge.pipelines.views import chat_message
 
     rows = pq.read_table(sorted((with_view / "data").glob("train-*.parquet"))[0]).to_pylist()
     assert any(m.get("name") for m in json.loads(rows[0]["messages_json"]) if m["role"] == "tool")
     loaded = load_conversations(with_view, "train", source="canonical")
-    assert all(m.name is None for c in loaded for m in c.messages)
+    tools = [m for c in loaded for m in c.messages if m.role == "tool"]
+    assert tools and all(m.name for m in tools)
     stop = Message(role="user", content="###STOP###")
     assert training_message(stop) is None and chat_message(stop) is None
     said = Message(role="user", content="Thanks! ###STOP###")
@@ -77,3 +78,16 @@ def test_runs_without_the_view_fall_back_to_the_canonical_columns(with_view, wit
     assert has_messages_view(with_view) and not has_messages_view(without_view)
     for split in ("train", "golden"):
         assert load_conversations(without_view, split) == load_conversations(with_view, split)
+
+
+def test_the_view_through_datasets_and_save_to_disk_loads_the_same(with_view, tmp_path):
+    """What a trainer does with a build: `load_dataset(run)`, filter or not, `save_to_disk`;
+    `finetune sft --data` on that folder trains on exactly the run's conversations."""
+    import datasets
+
+    from trajforge.finetune.sources import load_split
+
+    loaded = datasets.load_dataset(str(with_view), cache_dir=str(tmp_path / "cache"))
+    loaded.save_to_disk(str(tmp_path / "saved"))
+    for split in ("train", "golden"):
+        assert load_split(tmp_path / "saved", split) == load_conversations(with_view, split)

@@ -14,11 +14,14 @@ from trajforge.finetune.environments import (
     environment_trajectory,
     environment_verdict,
 )
-from trajforge.generators.agent import oracle_closing
+from trajforge.finetune.evaluate import CHECKS
+from trajforge.generators.agent import oracle_closing, oracle_for
 from trajforge.generators.domains import DOMAINS, get_domain
+from trajforge.generators.llm.concurrency import run_all
 from trajforge.generators.personas import sample_persona
 from trajforge.generators.tooling import state_hash
 from trajforge.schemas import ToolCall
+from trajforge.verifiers.gate import gate_verdict
 from trajforge.verifiers.outcome import verify_outcome
 from trajforge.verifiers.protocol import FilterModel
 from trajforge.verifiers.result import FilterResult
@@ -37,8 +40,26 @@ def initial_hash(task):
 
 
 def play_gold(env, task):
+    """The gold calls straight away: the right state, but no write is confirmed first."""
     for action in task.gold_actions:
         getattr(env, action.name)(**action.arguments)
+
+
+def play_oracle(env, task):
+    """The oracle agent through the environment's tools: it asks for a yes before each write
+    (the retail policy), calls the gold actions and closes, as an evaluated agent must."""
+    oracle = oracle_for(task, DOMAIN)
+    tools = DOMAIN.toolbox.specs
+    for turn in range(4 * len(task.gold_actions) + 4):
+        messages = environment_trajectory(env).messages
+        act = run_all([oracle.act(messages, tools, turn)], max_in_flight=1)[0]
+        for call in act.message.tool_calls:
+            getattr(env, call.name)(**call.arguments)
+        if not act.message.tool_calls:
+            reply = env.send_message_to_user(act.message.content)
+            if "###STOP###" in reply or reply == CONVERSATION_OVER:
+                return
+    raise AssertionError("the oracle did not finish")
 
 
 def test_trl_sees_the_domain_tools_plus_the_user_channel():
@@ -94,15 +115,14 @@ def test_reset_restores_the_initial_state_and_conversation(task):
     assert [m.role for m in trajectory.messages] == ["system", "user"] and not trajectory.steps
 
 
-def test_reward_equals_the_outcome_verdict(task):
+def test_reward_equals_the_eval_gate(task):
     env = RetailEnv()
     env.reset(task_json=task.to_json())
-    play_gold(env, task)
-    reply = env.send_message_to_user(oracle_closing(task))
-    assert "###STOP###" in reply
+    play_oracle(env, task)
     assert env.send_message_to_user("one more thing") == CONVERSATION_OVER
     assert env.get_reward() == 1.0
     assert verify_outcome(environment_trajectory(env), DOMAIN).passed
+    assert gate_verdict(environment_trajectory(env), DOMAIN, CHECKS).kept
 
     lazy = RetailEnv()
     lazy.reset(task_json=task.to_json())
@@ -116,6 +136,28 @@ def test_reward_equals_the_outcome_verdict(task):
     play_gold(silent, task)  # right state, but never told the user nor ended the conversation
     assert silent.get_reward() == 0.0
     assert not verify_outcome(environment_trajectory(silent), DOMAIN).passed
+
+
+def test_skipping_the_confirmation_earns_nothing_unless_opted_out(task):
+    """The gold calls with no confirmation turn: the outcome passes but `trajforge eval`
+    fails the attempt (policy.confirm_before_write), so the default reward is 0 as well."""
+    assert any(DOMAIN.toolbox.spec(a.name).mutates_state for a in task.gold_actions)
+    env = RetailEnv()
+    env.reset(task_json=task.to_json())
+    play_gold(env, task)
+    assert "###STOP###" in env.send_message_to_user(oracle_closing(task))
+    trajectory = environment_trajectory(env)
+    assert verify_outcome(trajectory, DOMAIN).passed
+    assert not gate_verdict(trajectory, DOMAIN, CHECKS).kept
+    assert env.get_reward() == 0.0
+    assert environment_verdict(env).reason == "policy.confirm_before_write"
+
+    OutcomeOnly = environment_class(DOMAIN, checks=())  # the explicit opt-out
+    lenient = OutcomeOnly()
+    lenient.reset(task_json=task.to_json())
+    play_gold(lenient, task)
+    lenient.send_message_to_user(oracle_closing(task))
+    assert lenient.get_reward() == 1.0
 
 
 def test_policy_checks_can_veto_the_reward(task):

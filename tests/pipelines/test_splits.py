@@ -4,6 +4,7 @@ import json
 
 import apache_beam as beam
 import pyarrow.parquet as pq
+import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 
 from trajforge.pipelines import splits
@@ -140,3 +141,22 @@ def test_planted_near_duplicates_across_tasks_never_straddle(built_run, tmp_path
     guarded = splits.plan_splits(keys, FRACTIONS, 0, None, 1 << 30, None, pairs)
     assert guarded == splits.plan_splits(signed, FRACTIONS, 0, (0.7, 21, 6), 1 << 30, None)
     assert all(guarded.split_of[a] == guarded.split_of[b] for a, b in pairs)
+
+
+def test_golden_templates_are_held_out_whole():
+    items = [item(i, f"template:toy/{'deposit' if i % 3 else 'balance'}/c1") for i in range(30)]
+    none_golden = {"train": 1.0, "validation": 0.0, "golden": 0.0}
+    plan = splits.plan_splits(items, none_golden, 0, None, 1 << 20, None, None, ("toy/dep*",))
+    for i in items:
+        held = "deposit" in i.keys[1]
+        assert plan.split_of[i.id] == ("golden" if held else "train")
+    assert splits.leakage_report(items, plan)["total"] == 0
+    unheld = splits.plan_splits(items, none_golden, 0, None, 1 << 20, None)
+    assert set(unheld.split_of.values()) == {"train"}
+
+
+def test_golden_templates_need_template_clusters():
+    from trajforge.pipelines.config import SplitConfig
+
+    with pytest.raises(ValueError, match="add `template` to output.splits.group_by"):
+        SplitConfig(group_by=("persona",), golden_templates=("toy/*",))

@@ -34,7 +34,7 @@ def test_messages_view_round_trips_to_the_trajectory(built_run):
             assert row["tools"] == json.loads(records[row["id"]][1]["tools_json"])
             text = json.dumps(row["messages"])
             assert not any(t in text for t in SIMULATOR_TOKENS)
-            calls = [c for m in row["messages"] for c in (m["tool_calls"] or [])]
+            calls = [c for m in row["messages"] for c in m.get("tool_calls", ())]
             assert calls and all(isinstance(c["function"]["arguments"], dict) for c in calls)
             assert row["num_tokens"] == views.estimate_tokens(row["messages"], row["tools"])
 
@@ -106,7 +106,7 @@ def test_messages_render_with_qwen25_template_arguments_as_objects(built_run):
             text = tokenizer.apply_chat_template(
                 row["messages"], tools=row["tools"], tokenize=False
             )
-            calls = [c for m in row["messages"] for c in (m["tool_calls"] or [])]
+            calls = [c for m in row["messages"] for c in m.get("tool_calls", ())]
             assert text.count('<tool_call>\n{"name": "') == len(calls)
             for call in calls:
                 rendered = json.dumps(

@@ -64,6 +64,18 @@ def test_outcome_of_each_write_is_told():
     assert not result.passed and result.reason == "outcome_not_told"
 
 
+def test_a_prompt_before_the_write_does_not_report_it():
+    """Steps count user turns, not messages (turn 1 here): only agent text after the message
+    that made the write reports it, not the confirmation prompt naming the order before."""
+    c = cancel_convo()
+    c.messages = [m for m in c.messages if not (m.content or "").startswith("I have cancelled")]
+    c.agent("Is there anything else I can help you with?")
+    built = c.build(make_task())
+    steps = tuple(s.model_copy(update={"turn": 1}) for s in built.steps)
+    result = check_outcome_told(built.model_copy(update={"steps": steps}))
+    assert not result.passed and result.reason == "outcome_not_told"
+
+
 def test_retries_with_near_identical_arguments_are_a_loop():
     c = Convo().user("status of #W1234567?")
     for order_id in ("#W1234567", " #w1234567 ", "W1234567"):

@@ -6,6 +6,7 @@ from importlib import resources
 
 from trajforge.generators.domains.toy import tasks
 from trajforge.generators.domains.toy.data_model import ToyState, generate_state
+from trajforge.generators.domains.toy.rules import TOY_RULES
 from trajforge.generators.domains.toy.tools import TOOLS
 from trajforge.generators.tooling import Toolbox, apply_patches
 from trajforge.schemas import InitialState, Persona, Task
@@ -16,6 +17,7 @@ class ToyDomain:
 
     name = tasks.DOMAIN_NAME
     vocabulary = tasks.VOCABULARY
+    policy_rules = TOY_RULES  # policy.md as checkable rules (rules.py)
 
     def __init__(self) -> None:
         package = resources.files("trajforge.generators.domains.toy")

@@ -1,0 +1,118 @@
+"""The data-value benchmark (benchmarks/data_value.py): its held-out split is disjoint from
+training on the benchmark's own build config, its tokenizer never reads golden text, its
+report renders; the slow tier runs a reduced version and asserts the lift (the regression
+guard of issue 25)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+import data_value as dv  # noqa: E402
+
+from trajforge.finetune.families import get_family  # noqa: E402
+from trajforge.finetune.tiny import _corpus  # noqa: E402
+from trajforge.pipelines.cli import main as trajforge  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Path:
+    """The benchmark's own build config at 96 tasks (a few seconds, no model)."""
+    out = tmp_path_factory.mktemp("dv")
+    config = out / "config.yaml"
+    config.write_text(dv.build_config(dv.SCALES["reduced"], 96))
+    assert trajforge(["build", "--config", str(config), "--output", str(out / "run"),
+                      "--no-progress"]) == 0  # fmt: skip
+    return out / "run"
+
+
+def test_golden_is_the_held_out_template_and_shares_nothing_with_training(run):
+    overlap = dv.held_out_overlap(run, run)
+    assert overlap.golden_templates == (dv.TOY_HELD_OUT[0],)
+    assert dv.TOY_HELD_OUT[0] not in overlap.train_templates and overlap.train_templates
+    assert (overlap.tasks, overlap.templates, overlap.personas) == (0, 0, 0)
+    dv.require_disjoint(overlap, "train")  # does not raise
+    leaky = overlap.model_copy(update={"personas": 1})
+    with pytest.raises(SystemExit, match="not disjoint"):
+        dv.require_disjoint(leaky, "train")
+
+
+def test_the_tokenizer_corpus_is_the_train_split_only(run):
+    corpus = "\n".join(_corpus(str(run), get_family(dv.FAMILY)))
+    train = dv.split_rows(run, "train")
+    golden = dv.split_rows(run, "golden")
+    assert golden and train
+
+    # every golden user's email (it names the user) is absent from the corpus; train's are there
+    def emails(rows: list[dict]) -> set[str]:
+        scenarios = (json.loads(r["trajectory_json"])["task"]["scenario"] for r in rows)
+        return {s["known_info"]["email"] for s in scenarios if "email" in s["known_info"]}
+
+    golden_only = emails(golden) - emails(train)
+    assert golden_only and not any(e in corpus for e in golden_only)
+    assert all(e in corpus for e in emails(train))
+
+
+def test_the_report_renders_with_intervals_and_the_plot():
+    score = dv.Score(
+        label="tuned", tasks=4, attempts=12, pass1=0.5, pass1_ci=(0.25, 0.75), pass_k=0.25,
+        pass_k_ci=(0.0, 0.75), pass_at_k=0.75, pass_at_k_ci=(0.25, 1.0),
+        by_task_type={"balance_inquiry": 0.5}, failures={"outputs_not_communicated": 0.5},
+        train_rows=10, steps=4, tokens=100,
+    )  # fmt: skip
+    base = score.model_copy(update={"label": "base", "steps": 0, "pass1": 0.0})
+    overlap = dv.Overlap(
+        tasks=0, templates=0, personas=0, user_names=1, golden_templates=(dv.TOY_HELD_OUT[0],),
+        train_templates=("toy/balance_inquiry/c1",),
+    )  # fmt: skip
+    report = dv.DataValueReport(
+        scale=dv.SCALES["reduced"],
+        held_out_template=dv.TOY_HELD_OUT[0],
+        conditions=dv.Conditions(
+            scale="reduced",
+            cpus=2,
+            torch_threads=1,
+            parallel=2,
+            load_average_start=(1.0, 1.0, 1.0),
+            load_average_end=(1.0, 1.0, 1.0),
+            wall_s=60.0,
+        ),  # fmt: skip
+        phases=(dv.Phase(name="build main", wall_s=3.0),),
+        main=dv.MainResult(
+            train_rows=10,
+            golden_tasks=4,
+            small_train_rows=3,
+            overlap=overlap,
+            small_overlap=overlap,
+            base=base,
+            tuned=score,
+            steps_curve=(base, score),
+            size_curve=(score.model_copy(update={"train_rows": 3}), score),
+        ),  # fmt: skip
+    )
+    text = dv.markdown(report, "python benchmarks/data_value.py")
+    assert "0.500 [0.250, 0.750]" in text and "outputs_not_communicated" in text
+    svg = dv.svg_plot(report)
+    assert svg.startswith("<svg") and svg.count("<circle") == 4
+
+
+def test_a_failed_step_names_its_log(tmp_path):
+    rec = dv.Recorder(tmp_path / "log")
+    with pytest.raises(SystemExit, match="see .*log"):
+        rec.run("broken", [sys.executable, "-c", "raise SystemExit(3)"])
+
+
+@pytest.mark.slow  # ~10-15 min on two idle cores: builds, two SFT runs, one eval of 5 models
+def test_training_on_trajforge_data_lifts_held_out_pass_rate(tmp_path):
+    assert dv.main(["--scale", "reduced", "--parts", "main", "--out", str(tmp_path)]) == 0
+    report = dv.DataValueReport.model_validate_json((tmp_path / "results.json").read_text())
+    base, tuned = report.main.base, report.main.tuned
+    assert base.tasks == tuned.tasks >= 30
+    # the lift exceeds both intervals: tuned's lower bound above base's upper bound
+    assert tuned.pass1_ci[0] > base.pass1_ci[1], (base, tuned)
+    assert (tmp_path / "results.md").is_file() and (tmp_path / "pass1.svg").is_file()
