@@ -81,6 +81,8 @@ BuiltinReason = Literal[
     "narrated_action",
     "loop_or_repeat",
     "user_hallucination",
+    "user_states_answer",
+    "degenerate_turn",
     "shortcut_prone_task",
     "outcome_not_told",
     "ungrounded_claim",
