@@ -59,6 +59,10 @@ class LocalBackendConfig(_BackendConfig):
     kind: Literal["local"] = "local"
     max_batch_size: int = Field(default=8, ge=1)
     batch_window_ms: float = Field(default=5.0, ge=0)
+    # torch intra-op threads while the model generates (process-wide); None: torch's default.
+    # 1 by default: on 2 shared cores two threads spent 5-10x the CPU per token of one
+    # (spinning), for a 135M model that gains little from a second (benchmarks/README.md).
+    threads: int | None = Field(default=1, ge=1)
 
 
 class ScriptedBackendConfig(_BackendConfig):
@@ -153,7 +157,9 @@ def _build_backend(cfg: BackendConfig, stats: CallStats) -> Any:
         from trajforge.generators.llm.local import LocalLLM
 
         return LocalLLM(
-            max_batch_size=cfg.max_batch_size, batch_window_s=cfg.batch_window_ms / 1000.0
+            max_batch_size=cfg.max_batch_size,
+            batch_window_s=cfg.batch_window_ms / 1000.0,
+            threads=cfg.threads,
         )
     if isinstance(cfg, ScriptedBackendConfig):
         from trajforge.generators.llm.scripted import ScriptedLLM

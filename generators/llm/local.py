@@ -335,6 +335,7 @@ class LocalLLM:
         max_batch_size: int = 8,
         device: str = "cpu",
         batch_window_s: float = 0.005,
+        threads: int | None = None,
     ):
         if device != "cpu":
             raise LLMError(f"local backend runs on CPU only, got device={device!r}")
@@ -343,10 +344,18 @@ class LocalLLM:
         self.model = LOCAL_MODEL_NAME if gguf_file is None else Path(self.gguf_file).stem
         self.max_batch_size = max_batch_size
         self.batch_window_s = batch_window_s
+        self.threads = threads
         self._batcher: MicroBatcher | None = None
 
     def load(self) -> LoadedModel:
-        """Load (or reuse) the process-wide model; call from a DoFn's `setup()`."""
+        """Load (or reuse) the process-wide model; call from a DoFn's `setup()`. With
+        `threads`, torch's intra-op thread count is set first: it is process-wide, and the
+        model's decode steps are too small to pay for threads that spin on a shared machine."""
+        if self.threads is not None:
+            import torch
+
+            if torch.get_num_threads() != self.threads:
+                torch.set_num_threads(self.threads)
         model_dir = self.model_dir if self.model_dir is not None else default_model_dir()
         return load_model(model_dir, self.gguf_file)
 

@@ -140,3 +140,26 @@ def test_an_idle_batcher_leaves_no_pending_worker_task():
         replies = run_all([batcher.submit(request(f"r{i}")) for i in range(5)], max_in_flight=5)
         assert [r.message.content for r in replies] == ["ok"] * 5
         assert all(task.done() for _, task in batcher._per_loop.values())
+
+
+def test_the_embedded_model_generates_on_one_torch_thread_by_default(monkeypatch):
+    """On 2 shared cores two torch threads cost 5-10x the CPU per token of one (spinning):
+    the local backend sets torch's thread count before it loads, 1 unless configured."""
+    import torch
+
+    from trajforge.generators.llm import factory, local
+
+    cfg = factory.LocalBackendConfig()
+    assert cfg.threads == 1
+    client = factory._build_backend(cfg, factory.CallStats())
+    assert client.threads == 1
+    monkeypatch.setattr(local, "load_model", lambda *args: "model")
+    monkeypatch.setattr(local, "default_model_dir", lambda: "dir")
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        assert client.load() == "model" and torch.get_num_threads() == 1
+        local.LocalLLM(threads=None).load()  # None: leaves torch's setting alone
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
