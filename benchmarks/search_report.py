@@ -1,11 +1,18 @@
 """Search-domain report: over N synthesized questions (default 500), the distribution of hops,
-how many candidates each shortcut check refused, and the oracle's solving cost per hop count.
+how many candidates each shortcut check refused, the oracle's solving cost and the blind-guess
+rate per hop count.
 
 Each question is a real task: `SearchDomain.synthesize_task` for a sampled persona and its own
 world seed, verified with `verify_task`, then solved by the oracle agent in a rollout with the
 scripted user; the cost is the shortcut signatures' solving cost (tool calls and agent tokens
 before the answer), and every oracle trajectory must pass the outcome check (answer and
 evidence coverage). If cost did not grow with hops, the chain would not be needed.
+
+The blind-guess rate is how often a guesser that reads only the question's last relation hits
+the answer: `uniform` picks one of the answer's candidates (shortcuts.answer_candidates) at
+random (1 / candidates per task, averaged), `modal` always names the entity that relation
+reaches most often in the world (the share of tasks whose answer is that entity). Target: at
+most 10% of tasks for both.
 
     python benchmarks/search_report.py [--questions 500] [--seed 0]
 
@@ -24,6 +31,8 @@ from pathlib import Path
 
 from trajforge.generators.agent import OracleAgent
 from trajforge.generators.domains import get_domain
+from trajforge.generators.domains.search.data_model import world_for
+from trajforge.generators.domains.search.shortcuts import answer_candidates
 from trajforge.generators.domains.search.tasks import synthesized_for
 from trajforge.generators.personas import sample_persona
 from trajforge.generators.rollout import run_rollout
@@ -53,11 +62,22 @@ async def _oracle_cost(task, domain) -> tuple[int, int, bool]:
     return signatures.solving_tool_calls, signatures.solving_tokens, passed
 
 
+def blind_guess(question, world) -> tuple[float, float]:
+    """(uniform, modal) chance that a guess from the last relation alone hits the answer."""
+    last = question.path[-1].predicate
+    reached = Counter(dst for _, dst, key in world.graph.edges(keys=True) if key == last)
+    top = max(reached.values())
+    modal = [t for t, n in reached.items() if n == top]
+    uniform = 1 / max(len(answer_candidates(question, world)), 1)
+    return uniform, (1 / len(modal) if question.answer_id in modal else 0.0)
+
+
 def run(questions: int, seed: int) -> dict:
     domain = get_domain("search")
     hops: Counter = Counter()
     refused: Counter = Counter()
     costs: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    guesses: dict[int, list[tuple[float, float]]] = defaultdict(list)
     candidates = failed_outcome = no_task = 0
     start = time.perf_counter()
     index = 0
@@ -77,6 +97,7 @@ def run(questions: int, seed: int) -> dict:
         failed_outcome += not passed
         hops[task.intent.complexity] += 1
         costs[task.intent.complexity].append((calls, tokens))
+        guesses[task.intent.complexity].append(blind_guess(found.question, world_for(world_seed)))
     return {
         "questions": questions,
         "seed": seed,
@@ -95,6 +116,17 @@ def run(questions: int, seed: int) -> dict:
             }
             for h, c in sorted(costs.items())
         },
+        "blind_guess_per_hops": {
+            h: {
+                "uniform": round(statistics.mean(u for u, _ in g), 4),
+                "modal": round(statistics.mean(m for _, m in g), 4),
+            }
+            for h, g in sorted(guesses.items())
+        },
+        "blind_guess": {
+            "uniform": round(statistics.mean(u for g in guesses.values() for u, _ in g), 4),
+            "modal": round(statistics.mean(m for g in guesses.values() for _, m in g), 4),
+        },
         "seconds": round(time.perf_counter() - start, 1),
     }
 
@@ -112,6 +144,11 @@ def print_report(result: dict) -> None:
     for reason, count in result["refused"].items():
         print(f"| {reason} | {count} |")
     print(f"\noracle outcome failures: {result['oracle_outcome_failures']}")
+    print("\n| hops | blind guess, uniform | blind guess, modal |\n| --- | --- | --- |")
+    for h, g in result["blind_guess_per_hops"].items():
+        print(f"| {h} | {g['uniform']:.1%} | {g['modal']:.1%} |")
+    total = result["blind_guess"]
+    print(f"| all | {total['uniform']:.1%} | {total['modal']:.1%} |")
 
 
 def main() -> None:

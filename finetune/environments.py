@@ -45,7 +45,7 @@ from trajforge.schemas import (
     derive_seed,
 )
 from trajforge.verifiers.outcome import rejection_reason, verify_outcome
-from trajforge.verifiers.protocol import FilterContext, TrajectoryFilter
+from trajforge.verifiers.protocol import FilterContext, TrajectoryFilter, run_filter
 from trajforge.verifiers.result import FilterResult
 
 USER_TOOL = "send_message_to_user"
@@ -159,7 +159,7 @@ class DomainEnvironment:
             return FilterResult.reject(reason, outcome.reason)
         context = FilterContext(self.domain)
         for check in self.checks:
-            result = check.check(trajectory, context)
+            result = run_filter(check, trajectory, context)
             if not result.passed:
                 return result
         return FilterResult.ok()

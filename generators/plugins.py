@@ -96,7 +96,7 @@ def _member_checks() -> Mapping[str, tuple[Callable[[Any], bool], str]]:
     Built on first use: the types live in generators modules that import much more than this
     one needs at config load."""
     from trajforge.generators.phrasing import Phrasing
-    from trajforge.generators.policy_rules import ClaimTypes, PolicyRules
+    from trajforge.generators.policy_rules import ClaimTypes, PolicyRules, TrajectoryCheck
     from trajforge.generators.tooling import OPTIONAL_DOMAIN_MEMBERS, Toolbox
     from trajforge.generators.vocabulary import DomainVocabulary
 
@@ -112,6 +112,16 @@ def _member_checks() -> Mapping[str, tuple[Callable[[Any], bool], str]]:
         "outcome_checks": (
             _is_sequence_of_callables,
             "a tuple of functions (trajectory -> problem text or None)",
+        ),
+        "trajectory_checks": (
+            lambda v: (
+                isinstance(v, (tuple, list)) and all(isinstance(c, TrajectoryCheck) for c in v)
+            ),
+            "a tuple of TrajectoryCheck (generators/policy_rules.py)",
+        ),
+        "call_meanings": (
+            lambda v: isinstance(v, Mapping) and all(callable(f) for f in v.values()),
+            "a mapping of tool name -> function (arguments -> comparable meaning)",
         ),
         "confirm_writes": (lambda v: isinstance(v, bool), "a bool"),
         "phrasing": (lambda v: isinstance(v, Phrasing), "a Phrasing"),

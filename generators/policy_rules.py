@@ -11,9 +11,13 @@ Rule ids are the typed rejection reasons (`policy.<rule>`), counted per rule in 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from types import MappingProxyType
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from trajforge.schemas import Trajectory
 
 #: Rule id -> what it forbids (the reason ids the policy filter declares, in check order).
 RULE_IDS: MappingProxyType[str, str] = MappingProxyType(
@@ -26,6 +30,7 @@ RULE_IDS: MappingProxyType[str, str] = MappingProxyType(
         "policy.one_write_per_confirmation": "two writes on one confirmation",
         "policy.status_not_allowed": "a write on an object in a status the policy forbids",
         "policy.needless_transfer": "a transfer to a human for a request the tools can handle",
+        "policy.cite_read_documents": "citing a document not read, or one not stating the fact",
     }
 )
 
@@ -75,3 +80,20 @@ class ClaimTypes(BaseModel):
     statuses: tuple[str, ...] = ()
     status_field: str = "status"
     address_pattern: str | None = None  # regex of a street address line in text
+
+
+@dataclass(frozen=True)
+class TrajectoryCheck:
+    """A domain's own check, run as part of the built-in filter named `extends` and rejecting
+    with `reason`, which that filter must declare (verifiers/protocol.py `run_filter`).
+
+    For checks the generic rules cannot express in data: the search domain's citations must
+    name documents that were read, and a user turn must not state the answer. Extending an
+    existing filter keeps the reason's meaning and counter (`filter.user_fidelity.rejected.
+    user_hallucination` counts a search leak too), and a config that drops the filter drops
+    its domain checks with it. `problems` returns one line per violation (empty: passed).
+    """
+
+    extends: str
+    reason: str
+    problems: Callable[[Trajectory], list[str]]

@@ -402,6 +402,8 @@ OPTIONAL_DOMAIN_MEMBERS: Mapping[str, Any] = MappingProxyType(
         "policy_rules": None,
         "claim_types": None,
         "outcome_checks": (),
+        "trajectory_checks": (),  # TrajectoryCheck: a domain's checks inside built-in filters
+        "call_meanings": MappingProxyType({}),  # tool -> arguments' meaning, for loop detection
         "confirm_writes": True,
         "phrasing": NO_PHRASING,
     }

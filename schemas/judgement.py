@@ -55,6 +55,7 @@ BuiltinReason = Literal[
     "evidence_co_coverage",
     "single_clue_selective",
     "prior_knowledge_binding",
+    "guessable_answer",
     # generation
     "entity_mismatch",
     "role_confusion",
@@ -91,6 +92,7 @@ BuiltinReason = Literal[
     "policy.one_write_per_confirmation",
     "policy.status_not_allowed",
     "policy.needless_transfer",
+    "policy.cite_read_documents",
     # k attempts per task (rollout.attempts): a passing attempt whose messages repeat an
     # earlier one of its task, and a task no attempt of which passed (its pass rate recorded)
     "duplicate_attempt",

@@ -8,15 +8,21 @@ but teach dithering. Both are cheap to detect from the recorded calls and state 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from pydantic import Field
 
+from trajforge.generators.tooling import domain_option
 from trajforge.schemas import RejectionReason, Trajectory, canonical_json
 from trajforge.verifiers.protocol import FilterContext, FilterModel
 from trajforge.verifiers.result import FilterResult
 
 DEFAULT_MAX_REPEATS = 3
+
+#: Tool name -> what its arguments mean, as a domain declares it (`call_meanings`): two calls
+#: whose meanings are equal are the same call (search: a query's content words as a set).
+Meanings = Mapping[str, Callable[[dict[str, Any]], Any]]
 
 
 def _normal_value(value: Any) -> Any:
@@ -30,34 +36,37 @@ def _normal_value(value: Any) -> Any:
     return value
 
 
-def call_key(name: str, arguments: dict[str, Any]) -> str:
-    """`name(args)` with arguments normalised, so near-identical retries compare equal."""
-    return f"{name}({canonical_json(_normal_value(arguments))})"
+def call_key(name: str, arguments: dict[str, Any], meanings: Meanings | None = None) -> str:
+    """`name(args)` with arguments normalised, so near-identical retries compare equal (by the
+    domain's meaning of the tool's arguments when it declares one)."""
+    meaning = (meanings or {}).get(name)
+    value = meaning(arguments) if meaning is not None else _normal_value(arguments)
+    return f"{name}({canonical_json(value)})"
 
 
 def repeated_calls(
-    trajectory: Trajectory, max_repeats: int = DEFAULT_MAX_REPEATS
+    trajectory: Trajectory, max_repeats: int = DEFAULT_MAX_REPEATS, meanings: Meanings | None = None
 ) -> dict[str, int]:
     """`name(args)` -> count, for each call (by normalised arguments) made `max_repeats` times."""
-    counts = Counter(call_key(c.name, c.arguments) for c in trajectory.tool_calls())
+    counts = Counter(call_key(c.name, c.arguments, meanings) for c in trajectory.tool_calls())
     return {call: n for call, n in counts.items() if n >= max_repeats}
 
 
-def _agent_stretches(trajectory: Trajectory) -> list[list[str]]:
+def _agent_stretches(trajectory: Trajectory, meanings: Meanings | None) -> list[list[str]]:
     """Normalised call keys between user turns: the agent's runs with no new information."""
     stretches: list[list[str]] = [[]]
     for message in trajectory.messages:
         if message.role == "user":
             stretches.append([])
-        stretches[-1] += [call_key(c.name, c.arguments) for c in message.tool_calls]
+        stretches[-1] += [call_key(c.name, c.arguments, meanings) for c in message.tool_calls]
     return stretches
 
 
-def two_cycles(trajectory: Trajectory) -> list[str]:
+def two_cycles(trajectory: Trajectory, meanings: Meanings | None = None) -> list[str]:
     """`A <-> B` for each pair of calls the agent alternates A, B, A, B without the user saying
     anything in between (reading back and forth instead of acting)."""
     found = set()
-    for keys in _agent_stretches(trajectory):
+    for keys in _agent_stretches(trajectory, meanings):
         for i in range(len(keys) - 3):
             a, b = keys[i], keys[i + 1]
             if a != b and keys[i + 2] == a and keys[i + 3] == b:
@@ -84,12 +93,14 @@ def _returns_to_earlier(values: list[Any]) -> bool:
     return len(collapsed) != len(set(collapsed))
 
 
-def check_loops(trajectory: Trajectory, max_repeats: int = DEFAULT_MAX_REPEATS) -> FilterResult:
+def check_loops(
+    trajectory: Trajectory, max_repeats: int = DEFAULT_MAX_REPEATS, meanings: Meanings | None = None
+) -> FilterResult:
     """Reject (`loop_or_repeat`) on >= `max_repeats` calls equal after normalisation, a 2-cycle
     of calls, or an oscillating write."""
-    repeats = repeated_calls(trajectory, max_repeats)
+    repeats = repeated_calls(trajectory, max_repeats, meanings)
     oscillations = oscillating_paths(trajectory)
-    cycles = two_cycles(trajectory)
+    cycles = two_cycles(trajectory, meanings)
     if not repeats and not oscillations and not cycles:
         return FilterResult.ok()
     parts = [f"{call} x{n}" for call, n in sorted(repeats.items())] + cycles
@@ -106,4 +117,5 @@ class LoopsFilter(FilterModel):
     max_repeats: int = Field(default=DEFAULT_MAX_REPEATS, ge=2)
 
     def check(self, trajectory: Trajectory, context: FilterContext) -> FilterResult:
-        return check_loops(trajectory, self.max_repeats)
+        meanings = domain_option(context.domain, "call_meanings")
+        return check_loops(trajectory, self.max_repeats, meanings)

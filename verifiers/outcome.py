@@ -117,6 +117,7 @@ class OutcomeGate(FilterModel):
         "state_mismatch",
         "outputs_not_communicated",
         "bad_termination",
+        "evidence_not_covered",  # a domain's own outcome check (search: evidence read in order)
     )
 
     def check(self, trajectory: Trajectory, context: FilterContext) -> FilterResult:

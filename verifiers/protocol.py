@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from trajforge.generators.tooling import Domain
+from trajforge.generators.tooling import Domain, domain_option
 from trajforge.schemas import RejectionReason, Trajectory, is_reason_id
 from trajforge.verifiers.result import FilterResult
 
@@ -100,14 +100,28 @@ def conformance_problems(cls: Any) -> list[str]:
 def run_filter(
     flt: TrajectoryFilter, trajectory: Trajectory, context: FilterContext
 ) -> FilterResult:
-    """`flt.check(...)`, refusing a rejection whose reason the filter did not declare."""
+    """`flt.check(...)`, then the domain's own checks that extend `flt` (when it passed),
+    refusing a rejection whose reason the filter did not declare."""
     result = flt.check(trajectory, context)
+    if result.passed:
+        result = domain_checks_result(flt.name, trajectory, context)
     if not result.passed and not declares(flt.reasons, result.reason or ""):
         raise UndeclaredReason(
             f"filter {flt.name!r} rejected with {result.reason!r}, which is not among its "
             f"declared reasons {flt.reasons}; add it to {type(flt).__name__}.reasons"
         )
     return result
+
+
+def domain_checks_result(name: str, trajectory: Trajectory, context: FilterContext) -> FilterResult:
+    """The first failing `TrajectoryCheck` the context's domain declares for filter `name`."""
+    for check in domain_option(context.domain, "trajectory_checks"):
+        if check.extends != name:
+            continue
+        problems = check.problems(trajectory)
+        if problems:
+            return FilterResult.reject(check.reason, "; ".join(problems))
+    return FilterResult.ok()
 
 
 @dataclass(frozen=True)

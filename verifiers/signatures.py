@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
-from trajforge.generators.values import extract_values, normalise
+from trajforge.generators.values import extract_values, leaf_strings, normalise
 from trajforge.schemas import Message, RejectionReason, Signatures, Task, Trajectory
 from trajforge.verifiers.protocol import FilterContext, FilterModel
 from trajforge.verifiers.result import FilterResult
@@ -39,6 +39,14 @@ def _agent_values(message: Message) -> set[str]:
     return found
 
 
+def _agent_prose(message: Message) -> str:
+    """The message's text and the strings it passes as arguments, normalised: a name handed
+    to a tool (`answer(text="Velmora Press")`) is stated as surely as one written in prose."""
+    parts = [message.content or ""]
+    parts += [leaf for c in message.tool_calls for leaf in leaf_strings(c.arguments)]
+    return " \n ".join(normalise(p) for p in parts if isinstance(p, str) and p)
+
+
 def _states(said: set[str], prose: str, value: str) -> bool:
     """The agent says or passes `value` in a message (`said`: its values, `prose`: its text
     normalised; prose outputs match as substrings)."""
@@ -52,7 +60,7 @@ def _answer_hits(trajectory: Trajectory, values: Sequence[str]) -> dict[str, int
             continue
         # Extracted once per message, not once per (message, value): this was most of the
         # shortcut filters' CPU.
-        said, prose = _agent_values(message), normalise(message.content or "")
+        said, prose = _agent_values(message), _agent_prose(message)
         for value in values:
             if value not in hits and _states(said, prose, value):
                 hits[value] = index

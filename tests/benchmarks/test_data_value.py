@@ -33,8 +33,8 @@ def run(tmp_path_factory) -> Path:
 
 def test_golden_is_the_held_out_template_and_shares_nothing_with_training(run):
     overlap = dv.held_out_overlap(run, run)
-    assert overlap.golden_templates == (dv.HELD_OUT,)
-    assert dv.HELD_OUT not in overlap.train_templates and overlap.train_templates
+    assert overlap.golden_templates == (dv.TOY_HELD_OUT[0],)
+    assert dv.TOY_HELD_OUT[0] not in overlap.train_templates and overlap.train_templates
     assert (overlap.tasks, overlap.templates, overlap.personas) == (0, 0, 0)
     dv.require_disjoint(overlap, "train")  # does not raise
     leaky = overlap.model_copy(update={"personas": 1})
@@ -67,16 +67,17 @@ def test_the_report_renders_with_intervals_and_the_plot():
     )  # fmt: skip
     base = score.model_copy(update={"label": "base", "steps": 0, "pass1": 0.0})
     overlap = dv.Overlap(
-        tasks=0, templates=0, personas=0, user_names=1, golden_templates=(dv.HELD_OUT,),
-        train_templates=("toy/deposit/c1",),
+        tasks=0, templates=0, personas=0, user_names=1, golden_templates=(dv.TOY_HELD_OUT[0],),
+        train_templates=("toy/balance_inquiry/c1",),
     )  # fmt: skip
     report = dv.DataValueReport(
         scale=dv.SCALES["reduced"],
-        held_out_template=dv.HELD_OUT,
+        held_out_template=dv.TOY_HELD_OUT[0],
         conditions=dv.Conditions(
             scale="reduced",
             cpus=2,
-            torch_threads=2,
+            torch_threads=1,
+            parallel=2,
             load_average_start=(1.0, 1.0, 1.0),
             load_average_end=(1.0, 1.0, 1.0),
             wall_s=60.0,

@@ -5,7 +5,9 @@ from __future__ import annotations
 from importlib import resources
 
 from trajforge.generators.domains.search import tasks
+from trajforge.generators.domains.search.checks import TRAJECTORY_CHECKS
 from trajforge.generators.domains.search.data_model import SearchState
+from trajforge.generators.domains.search.query_meaning import CALL_MEANINGS
 from trajforge.generators.domains.search.tools import TOOLS
 from trajforge.generators.domains.search.verification import OUTCOME_CHECKS
 from trajforge.generators.phrasing import Citation, Phrasing
@@ -55,6 +57,8 @@ class SearchDomain:
     name = "search"
     vocabulary = VOCABULARY
     outcome_checks = OUTCOME_CHECKS
+    trajectory_checks = TRAJECTORY_CHECKS  # citations, names shown, user leaks (checks.py)
+    call_meanings = CALL_MEANINGS  # searches compared by their content words (loops)
     phrasing = PHRASING
     confirm_writes = False  # the one write is the final answer; the policy asks no confirmation
 

@@ -147,9 +147,12 @@ def render_question(graph, anchor_clues, path, extra_clues) -> str:
     return f"What is the name of {text}?"
 
 
-def sample_question(graph: nx.MultiDiGraph, rng: random.Random) -> Question | None:
-    """One candidate question (unchecked), or None when the sampled anchor supports none."""
-    hops = rng.choice(HOPS)
+def sample_question(
+    graph: nx.MultiDiGraph, rng: random.Random, hops: int | None = None
+) -> Question | None:
+    """One candidate question (unchecked) of `hops` hops (drawn from `HOPS` when None), or None
+    when the sampled anchor supports none."""
+    hops = hops if hops is not None else rng.choice(HOPS)
     nodes = sorted(graph.nodes)
     for _ in range(ANCHOR_TRIES):
         anchor = rng.choice(nodes)

@@ -1,4 +1,4 @@
-"""The four shortcut checks every synthesized question must pass, each with a typed reason.
+"""The five shortcut checks every synthesized question must pass, each with a typed reason.
 
 - `evidence_co_coverage`: no single document states every fact the question needs;
 - `single_clue_selective`: no single clue identifies its entity in the graph on its own (a
@@ -6,7 +6,14 @@
 - `exposed_constant`: the question does not contain the name, or a distinctive part of the
   name, of any entity the solver should find (intermediates and the answer);
 - `prior_knowledge_binding`: no name in the chain or the question is a real-world name, so
-  nothing outside the generated world (a model's memory) can resolve the chain.
+  nothing outside the generated world (a model's memory) can resolve the chain;
+- `guessable_answer`: the answer is one of at least `MIN_ANSWER_CANDIDATES` (8) entities a
+  blind guesser could pick from (the entities the question's last relation reaches anywhere in
+  the world, narrowed by any clue the question gives about the answer itself), and it is not a
+  popular target: at most 1 in 8 of that relation's edges reach it. "The province that contains
+  ..." has 4 candidates in a world of 4 provinces (a guess hits 1 in 4): refused; so is an
+  organisation that employs a fifth of the world (naming it for every "employer of ..." hits
+  often). An outcome-only reward or eval on such a task pays for guessing.
 
 Checks are pure functions of the question and the world; `shortcut_violations` runs them all
 (the report counts every violation, synthesis refuses a question with any).
@@ -24,8 +31,18 @@ from trajforge.generators.domains.search.questions import Question, matching
 from trajforge.generators.domains.search.world import entity
 
 ShortcutRisk = Literal[
-    "evidence_co_coverage", "single_clue_selective", "exposed_constant", "prior_knowledge_binding"
+    "evidence_co_coverage",
+    "single_clue_selective",
+    "exposed_constant",
+    "prior_knowledge_binding",
+    "guessable_answer",
 ]
+
+#: Fewest entities the answer must be one of, and the inverse of the largest share of the last
+#: relation's edges that may reach it: a uniform guess among the candidates hits at most 1 in 8
+#: of a task, a guess of the relation's most reached entity almost never (measured over 500
+#: tasks in benchmarks/search_report.py: ~9% and <1% of tasks, from ~28% and ~34% before).
+MIN_ANSWER_CANDIDATES = 8
 
 #: Name parts that say what kind of thing an entity is, not which one (never "exposed").
 GENERIC_NAME_WORDS = frozenset(
@@ -186,6 +203,33 @@ def prior_knowledge(question: Question, world: SearchWorld) -> str | None:
     return None
 
 
+def answer_candidates(question: Question, world: SearchWorld) -> list[str]:
+    """Entities a blind guesser picks the answer from: every target of the question's last
+    relation in the world that also satisfies the clues given about the answer itself."""
+    last = question.path[-1].predicate
+    clues = [c for c in question.extra_clues if c.subject == question.answer_id]
+    targets = {dst for _, dst, key in world.graph.edges(keys=True) if key == last}
+    return sorted(
+        t
+        for t in targets
+        if all(entity(world.graph, t).attrs.get(c.predicate) == c.object for c in clues)
+    )
+
+
+def guessable(question: Question, world: SearchWorld) -> str | None:
+    """Too few candidates for the answer, or an answer the last relation reaches too often;
+    None when neither."""
+    last = question.path[-1].predicate
+    n = len(answer_candidates(question, world))
+    if n < MIN_ANSWER_CANDIDATES:
+        return f"the answer is one of {n} {last} targets (< {MIN_ANSWER_CANDIDATES}): guessable"
+    reached = [dst for _, dst, key in world.graph.edges(keys=True) if key == last]
+    share = reached.count(question.answer_id) / len(reached)
+    if share * MIN_ANSWER_CANDIDATES > 1:
+        return f"{share:.0%} of {last} edges reach the answer (> 1/{MIN_ANSWER_CANDIDATES})"
+    return None
+
+
 #: Risk -> check, in the order synthesis runs them.
 SHORTCUT_CHECKS: MappingProxyType[ShortcutRisk, Callable[[Question, SearchWorld], str | None]] = (
     MappingProxyType(
@@ -194,6 +238,7 @@ SHORTCUT_CHECKS: MappingProxyType[ShortcutRisk, Callable[[Question, SearchWorld]
             "single_clue_selective": single_clue,
             "exposed_constant": exposed,
             "prior_knowledge_binding": prior_knowledge,
+            "guessable_answer": guessable,
         }
     )
 )

@@ -154,3 +154,21 @@ def test_violations_collects_every_risk(world):
     path = _path(world, person.id, ["born_in", "part_of"])
     bad = _question(world, _clues(world, person.id, [solo, pair[0]]), path)
     assert "single_clue_selective" in shortcut_violations(bad, world)
+
+
+def test_guessable_answer_rejects_few_or_popular_answers_and_keeps_rare_ones(world):
+    from trajforge.generators.domains.search.shortcuts import answer_candidates, guessable
+
+    people = [e for e in entities(world.graph) if e.type == "person"]
+    asked = [
+        _question(world, _clues(world, p.id, ["occupation", "award"]), _path(world, p.id, rel))
+        for p in people
+        for rel in (["born_in"], ["born_in", "part_of"])
+    ]
+    verdicts = [(q, guessable(q, world)) for q in asked]
+    provinces = [v for q, v in verdicts if q.path[-1].predicate == "part_of"]
+    assert all(v is not None and "part_of targets" in v for v in provinces)
+    births = [(q, v) for q, v in verdicts if q.path[-1].predicate == "born_in"]
+    assert all(len(answer_candidates(q, world)) >= 8 for q, _ in births)
+    assert any(v is not None and "edges reach the answer" in v for _, v in births)  # popular
+    assert any(v is None for _, v in births)  # a rare birthplace among >= 8 is kept
