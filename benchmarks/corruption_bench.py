@@ -21,7 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corruption_planters import CLASSES  # noqa: E402
+from corruption_planters import CLASSES as CLASSES_V2  # noqa: E402
+from corruption_planters_v3 import CLASSES_V3  # noqa: E402
 
 from trajforge.generators.agent import OracleAgent  # noqa: E402
 from trajforge.generators.blueprint import run_blueprint  # noqa: E402
@@ -34,6 +35,9 @@ from trajforge.generators.user import ScriptedUser  # noqa: E402
 from trajforge.schemas import Provenance, Rejected, derive_seed  # noqa: E402
 from trajforge.verifiers.filters import DEFAULT_FILTERS, build_filters  # noqa: E402
 from trajforge.verifiers.gate import gate_verdict  # noqa: E402
+
+#: Every planted class: the classic ones (issue 10) and the subtler ones of issue 27.
+CLASSES = {**CLASSES_V2, **CLASSES_V3}
 
 PROVENANCE = Provenance(models={"agent": "oracle"}, seeds={"bench": 0})
 
@@ -140,11 +144,15 @@ def _summary(per_class: dict) -> dict:
 
 
 def markdown(report: dict) -> str:
-    lines = ["| class | label | n | rejected | top reasons |", "|---|---|---|---|---|"]
+    lines = [
+        "| class | label | n | rejected | right (bad rejected / good kept) | top reasons |",
+        "|---|---|---|---|---|---|",
+    ]
     for name, c in report["classes"].items():
         frac = c["rejected"] / c["n"] if c["n"] else float("nan")
+        right = frac if c["label"] == "bad" else 1 - frac
         top = ", ".join(f"{r} ({k})" for r, k in list(c["reasons"].items())[:3])
-        lines.append(f"| {name} | {c['label']} | {c['n']} | {frac:.0%} | {top} |")
+        lines.append(f"| {name} | {c['label']} | {c['n']} | {frac:.0%} | {right:.0%} | {top} |")
     d = report["dedup_pairs"]
     lines.append(
         f"\ndedup pairs: {d['duplicate_pairs']} duplicates, {d['different_pairs']} different "

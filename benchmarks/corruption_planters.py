@@ -26,12 +26,15 @@ def talk_of(trajectory: Trajectory) -> Talk:
 
 
 def rebuild(trajectory: Trajectory, domain: Domain, talk: Talk) -> Trajectory:
-    """Re-execute every call of `talk` on a fresh state: real results, steps and final hash."""
+    """Re-execute every call of `talk` on a fresh state: real results, steps and final hash
+    (`StepRecord.turn` counts user turns, as a rollout records it, not messages)."""
     state = domain.initial_state(trajectory.task.initial_state)
     messages: list[Message] = []
     steps: list[StepRecord] = []
+    user_turns = 0
     for message in talk:
         messages.append(message)
+        user_turns += message.role == "user"
         for call in message.tool_calls:
             run = domain.toolbox.execute(state, call)
             messages.append(
@@ -40,7 +43,7 @@ def rebuild(trajectory: Trajectory, domain: Domain, talk: Talk) -> Trajectory:
             steps.append(
                 StepRecord(
                     index=len(steps),
-                    turn=len(messages) - 1,
+                    turn=user_turns,  # as a rollout records it: user turns so far
                     call=call,
                     result=None if run.error else run.observation,
                     error=run.observation if run.error else None,

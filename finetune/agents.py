@@ -57,7 +57,9 @@ def parse_agent(spec: str) -> AgentSpec:
     )
 
 
-def _client(spec: AgentSpec, family: str | None, base_url: str | None) -> LLMClient:
+def _client(
+    spec: AgentSpec, family: str | None, base_url: str | None, max_batch_size: int = 8
+) -> LLMClient:
     from trajforge.generators.llm import (
         LocalBackendConfig,
         OpenAIBackendConfig,
@@ -69,7 +71,9 @@ def _client(spec: AgentSpec, family: str | None, base_url: str | None) -> LLMCli
     if spec.kind == "transformers":
         from trajforge.finetune.hf_client import TransformersChat
 
-        return TransformersChat(spec.target, model_family(spec.target, family)[1])
+        return TransformersChat(
+            spec.target, model_family(spec.target, family)[1], max_batch_size=max_batch_size
+        )
     if spec.kind == "scripted":
         return build_client(ScriptedBackendConfig(responder=spec.target))
     if spec.kind == "local":
@@ -99,11 +103,13 @@ def agent_factory(
     sampling: SamplingParams,
     family: str | None = None,
     base_url: str | None = None,
+    max_batch_size: int = 8,
 ) -> Callable[[Task, Domain], AgentPolicy]:
-    """task -> agent; one client shared by every rollout (built once, here)."""
+    """task -> agent; one client shared by every rollout (built once, here; a model
+    directory's batches concurrent requests, up to `max_batch_size` rows)."""
     if spec.kind == "oracle":
         return oracle_for
-    client = _client(spec, family, base_url)
+    client = _client(spec, family, base_url, max_batch_size)
     model = spec.target or spec.label
     return lambda task, domain: LLMAgent(client, model, sampling)
 

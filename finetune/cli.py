@@ -4,7 +4,8 @@ pipelines/cli.py only registers these parsers and dispatches here, so finetune n
 the Beam layer.
 
     trajforge finetune sft --data RUN_DIR --model MODEL_DIR --output OUT [--method lora|full] ...
-    trajforge eval --model SPEC [--model SPEC ...] (--tasks RUN_DIR | --domain retail --num-tasks N)
+    trajforge eval --model SPEC [--model SPEC ...]
+                   (--tasks RUN_DIR [--split golden] [--max-tasks N] | --domain retail --num-tasks N)
                    --k K [--json OUT.json]
     trajforge finetune opd --student DIR --teacher DIR --output OUT [--tasks RUN_DIR] ...
 """
@@ -95,13 +96,25 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
     ev = sub.add_parser("eval", help="pass@k / pass^k of agents on held-out tasks")
     ev.add_argument("--model", action="append", required=True, help="agent spec; repeat to compare")
-    ev.add_argument("--tasks", default=None, help="run directory: evaluate on its golden split")
+    ev.add_argument("--tasks", default=None, help="run directory: evaluate every task of --split")
+    ev.add_argument("--split", default=None, help="split of --tasks (default golden)")
+    ev.add_argument(
+        "--max-tasks", type=int, default=None, help="evaluate only the first N tasks of --split"
+    )
     ev.add_argument("--domain", default="retail", help="fresh tasks from this domain")
-    ev.add_argument("--num-tasks", type=int, default=8, help="number of tasks (default 8)")
+    ev.add_argument(
+        "--num-tasks", type=int, default=None, help="fresh tasks from seeds (default 8)"
+    )
     ev.add_argument("--k", type=int, default=1, help="attempts per task (default 1)")
     ev.add_argument("--seed", type=int, default=0, help="seed of the fresh tasks (default 0)")
     ev.add_argument("--max-turns", type=int, default=20)
-    ev.add_argument("--max-in-flight", type=int, default=8)
+    ev.add_argument("--max-in-flight", type=int, default=8, help="attempts run at once")
+    ev.add_argument(
+        "--max-batch-size",
+        type=int,
+        default=8,
+        help="rows per batched generate of a model directory (default 8; at most --max-in-flight)",
+    )
     ev.add_argument("--temperature", type=float, default=0.0)
     ev.add_argument("--max-tokens", type=int, default=512, help="per agent turn")
     ev.add_argument(
@@ -145,22 +158,40 @@ def cmd_sft(args: argparse.Namespace) -> int:
     return 0
 
 
+def _eval_source_flags(args: argparse.Namespace) -> None:
+    """Refuse flags of the other task source: a run's split is evaluated whole (or capped
+    by --max-tasks), fresh tasks are counted by --num-tasks."""
+    from trajforge.finetune.config import FinetuneConfigError
+
+    if args.tasks is not None and args.num_tasks is not None:
+        raise FinetuneConfigError(
+            "--num-tasks counts fresh tasks from seeds; with --tasks every task of --split is "
+            "evaluated: cap them with --max-tasks N"
+        )
+    if args.tasks is None and args.split is not None:
+        raise FinetuneConfigError("--split chooses a split of --tasks RUN; give --tasks")
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from trajforge.finetune.agents import parse_agent
     from trajforge.finetune.config import FinetuneConfigError, load_model_config
-    from trajforge.finetune.evaluate import EvalConfig, evaluate, format_table, held_out_tasks
+    from trajforge.finetune.evaluate import EvalConfig, evaluate, format_table, select_tasks
     from trajforge.generators.domains import get_domain
 
+    _eval_source_flags(args)
     values = {
         key: getattr(args, key)
         for key in (
             "tasks",
+            "split",
+            "max_tasks",
             "domain",
             "num_tasks",
             "k",
             "seed",
             "max_turns",
             "max_in_flight",
+            "max_batch_size",
             "temperature",
             "max_tokens",
             "family",
@@ -175,12 +206,20 @@ def cmd_eval(args: argparse.Namespace) -> int:
     except ValueError as err:
         raise FinetuneConfigError(str(err)) from None
     domain = get_domain(cfg.domain)
-    tasks, skipped = held_out_tasks(cfg, domain)
+    held = select_tasks(cfg, domain)
     if any(cfg.k > 1 and s.kind != "oracle" and cfg.temperature == 0 for s in specs):
         print("note: k > 1 at temperature 0 repeats greedy decoding; pass --temperature for spread")
-    if skipped:
-        print(f"fresh tasks skipped (reason: count): {skipped}")
-    reports = [evaluate(cfg, spec, tasks, domain, skipped) for spec in specs]
+    if held.skipped:
+        print(f"fresh tasks skipped (reason: count): {held.skipped}")
+    if held.left_out:
+        total = len(held.tasks) + held.left_out
+        print(
+            f"--max-tasks {cfg.max_tasks}: evaluating {len(held.tasks)} of {total} {cfg.split} "
+            f"tasks, {held.left_out} left out"
+        )
+    reports = [
+        evaluate(cfg, spec, held.tasks, domain, held.skipped, held.left_out) for spec in specs
+    ]
     print(format_table(reports))
     if args.json:
         Path(args.json).write_text(

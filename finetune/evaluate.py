@@ -7,9 +7,10 @@ termination) AND the domain's policy rules (verifiers/policy.py: authentication,
 before each write, ...), through the same gate as `trajforge verify` (verifiers/gate.py): an
 agent that reaches the gold state by breaking the policy fails, with the rule as its typed
 reason, and the report counts failing attempts per reason. Attempts run
-concurrently on the runtime's shared loop (`run_all`). Held-out tasks are the test split
-(or `golden`, when a build has one) of a run directory, or fresh tasks synthesised from seeds
-in their own namespace ("eval"), disjoint from any build's.
+concurrently on the runtime's shared loop (`run_all`). Held-out tasks are every task of a run
+directory's `split` (`golden` by default; `max_tasks` caps them and the report says how many it
+left out), or `num_tasks` fresh tasks synthesised from seeds in their own namespace ("eval"),
+disjoint from any build's. Every score carries a 95% interval (finetune/metrics.py).
 """
 
 from __future__ import annotations
@@ -54,14 +55,16 @@ class EvalConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     tasks: str | None = None  # run directory with held-out tasks
-    split: str = "golden"
+    split: str = "golden"  # the split of `tasks` to evaluate on, every task of it
+    max_tasks: int | None = Field(default=None, ge=1)  # cap on `tasks`' split (the first N)
     domain: str = "retail"
-    num_tasks: int = Field(default=8, ge=1)
+    num_tasks: int = Field(default=8, ge=1)  # fresh tasks from seeds (without `tasks`)
     seed: int = 0
     k: int = Field(default=1, ge=1)
     max_turns: int = Field(default=20, ge=1)
     max_steps: int = Field(default=40, ge=1)
     max_in_flight: int = Field(default=8, ge=1)
+    max_batch_size: int = Field(default=8, ge=1)  # rows per generate of a model directory
     temperature: float = Field(default=0.0, ge=0, le=2)
     max_tokens: int = Field(default=512, ge=1)
     family: str | None = None
@@ -73,6 +76,11 @@ class EvalConfig(BaseModel):
     def _tasks_or_domain(self) -> EvalConfig:
         if self.tasks is not None and not Path(self.tasks).is_dir():
             raise ValueError(f"tasks: {self.tasks} is not a directory; give a finished run dir")
+        if self.tasks is None and self.max_tasks is not None:
+            raise ValueError(
+                "max_tasks: caps the split of a run directory; give --tasks RUN, or use "
+                "--num-tasks N for fresh tasks"
+            )
         return self
 
     @model_validator(mode="after")
@@ -126,16 +134,62 @@ class EvalReport(BaseModel):
     failures: dict[str, int] = {}  # typed reason -> failing attempts (one may fail several)
     user: str = "scripted"
     baseline: GroupScore | None = None  # the build agent's k attempts on these tasks, if any
+    split: str | None = None  # the run's split evaluated on (None: fresh tasks)
+    tasks_left_out: int = 0  # tasks of that split not evaluated (`--max-tasks`)
+
+
+class HeldOut(BaseModel):
+    """The tasks an evaluation runs and what it did not: fresh tasks that failed synthesis or
+    verification (reason -> count), and tasks of a run's split beyond `max_tasks`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tasks: tuple[Task, ...]
+    skipped: dict[str, int] = {}
+    left_out: int = 0
+
+
+def select_tasks(cfg: EvalConfig, domain: Domain) -> HeldOut:
+    """Every task of a run's split (the first `max_tasks` if set), or fresh tasks from
+    eval-only seeds."""
+    if cfg.tasks is None:
+        tasks, skipped = fresh_tasks(domain, "eval", cfg.seed, cfg.num_tasks)
+        return HeldOut(tasks=tuple(tasks), skipped=skipped)
+    tasks = split_tasks(cfg.tasks, cfg.split)
+    kept = tasks[: cfg.max_tasks] if cfg.max_tasks is not None else tasks
+    return HeldOut(tasks=tuple(kept), left_out=len(tasks) - len(kept))
 
 
 def held_out_tasks(cfg: EvalConfig, domain: Domain) -> tuple[list[Task], dict[str, int]]:
-    """(tasks, skipped by reason): a run's held-out split, or fresh tasks from eval-only seeds."""
-    if cfg.tasks is not None:
-        from trajforge.finetune.data import load_tasks
+    """(tasks, skipped by reason) of `select_tasks`, for callers that need no more."""
+    held = select_tasks(cfg, domain)
+    return list(held.tasks), held.skipped
 
-        tasks = load_tasks(cfg.tasks, cfg.split)
-        return tasks[: cfg.num_tasks], {}
-    return fresh_tasks(domain, "eval", cfg.seed, cfg.num_tasks)
+
+def split_tasks(run_dir: str | Path, split: str) -> list[Task]:
+    """The tasks of exactly `split` of a run, each once, in file and row order.
+
+    Why not `data.load_tasks`: it reads `golden` whenever a build has one, whatever split is
+    asked, and `--split test` must evaluate the test split."""
+    import pyarrow.parquet as pq
+
+    from trajforge.finetune.data import split_files
+
+    files = split_files(run_dir, split)
+    if not files:
+        present = sorted({p.name.split("-")[0] for p in (Path(run_dir) / "data").glob("*.parquet")})
+        raise FileNotFoundError(
+            f"--split {split}: {run_dir} has no data/{split}-*.parquet; its splits: "
+            f"{', '.join(present) or 'none'}"
+        )
+    by_task: dict[str, Task] = {}
+    for path in files:
+        for row in pq.read_table(path, columns=["trajectory_json"]).to_pylist():
+            task = Trajectory.model_validate_json(row["trajectory_json"]).task
+            by_task.setdefault(task.id, task)
+    if not by_task:
+        raise FileNotFoundError(f"--split {split}: {run_dir} has no {split} rows to evaluate on")
+    return list(by_task.values())
 
 
 def fresh_tasks(
@@ -253,11 +307,13 @@ def evaluate(
     tasks: Sequence[Task],
     domain: Domain,
     skipped: dict[str, int] | None = None,
+    left_out: int = 0,
 ) -> EvalReport:
-    """k attempts of the agent on every task, concurrently; the scored report."""
+    """k attempts of the agent on every task, concurrently; the scored report (`skipped`
+    and `left_out` as `select_tasks` found them)."""
     sampling = SamplingParams(temperature=cfg.temperature, max_tokens=cfg.max_tokens)
     make_agent: Callable[[Task, Domain], AgentPolicy] = agent_factory(
-        spec, sampling, cfg.family, cfg.base_url
+        spec, sampling, cfg.family, cfg.base_url, cfg.max_batch_size
     )
     user_spec = None if cfg.user == "scripted" else parse_agent(cfg.user_model)
     make_user = user_factory(user_spec, cfg.family, cfg.base_url)
@@ -273,7 +329,13 @@ def evaluate(
     attempts = run_all(works, cfg.max_in_flight)
     user = "scripted" if user_spec is None else f"llm:{user_spec.label}"
     report = build_report(spec.label, cfg.k, _task_results(tasks, attempts), skipped, user)
-    return report.model_copy(update={"baseline": baseline_score(cfg, tasks)})
+    return report.model_copy(
+        update={
+            "baseline": baseline_score(cfg, tasks),
+            "split": cfg.split if cfg.tasks is not None else None,
+            "tasks_left_out": left_out,
+        }
+    )
 
 
 def baseline_score(cfg: EvalConfig, tasks: Sequence[Task]) -> GroupScore | None:
@@ -288,32 +350,49 @@ def baseline_score(cfg: EvalConfig, tasks: Sequence[Task]) -> GroupScore | None:
     return score(pairs, min(n for n, _ in pairs)) if pairs else None
 
 
+#: Width of a table cell: "0.533 [0.43,0.63]" (the score, then its 95% interval).
+CELL = 18
+
+
 def format_table(reports: Sequence[EvalReport]) -> str:
-    """One row per group (overall, each task type, each complexity), one column block per agent."""
+    """One row per group (overall, each task type, each complexity), one column block per agent;
+    each cell is the score and its 95% interval. No `success` column: it is pass^1 (mean c/n)
+    by definition, as pass@1 is (both stay in the JSON)."""
     k = reports[0].k
-    metrics = ["success", *(f"pass^{j}" for j in range(1, k + 1)), f"pass@{k}"]
+    metrics = [f"pass^{j}" for j in range(1, k + 1)] + ([f"pass@{k}"] if k > 1 else [])
     groups: dict[str, list[GroupScore | None]] = {"overall": [r.overall for r in reports]}
     for attr, prefix in (("by_task_type", "type: "), ("by_complexity", "complexity ")):
         keys = sorted({key for r in reports for key in getattr(r, attr)})
         for key in keys:
             groups[prefix + key] = [getattr(r, attr).get(key) for r in reports]
-    head = f"{'group':<28}{'tasks':>6}" + "".join(
-        f"  {r.agent[-30:]:>{9 * len(metrics)}}" for r in reports
-    )
-    sub = " " * 34 + "".join("  " + "".join(f"{m:>9}" for m in metrics) for _ in reports)
+    width = CELL * len(metrics)
+    head = f"{'group':<28}{'tasks':>6}" + "".join(f"  {r.agent[-width:]:>{width}}" for r in reports)
+    sub = " " * 34 + "".join("  " + "".join(f"{m:>{CELL}}" for m in metrics) for _ in reports)
     lines = [head, sub, "-" * len(sub)]
     for name, scores in groups.items():
         tasks = next((s.tasks for s in scores if s is not None), 0)
-        cells = []
-        for s in scores:
-            values = (
-                [s.success, *(s.pass_hat[j] for j in range(1, k + 1)), s.pass_at[k]]
-                if s and s.tasks
-                else []
-            )
-            cells.append("".join(f"{v:>9.3f}" for v in values) or f"{'-':>{9 * len(metrics)}}")
+        cells = [
+            "".join(_cell(s, m) for m in metrics) if s and s.tasks else f"{'-':>{width}}"
+            for s in scores
+        ]
         lines.append(f"{name:<28}{tasks:>6}" + "".join("  " + c for c in cells))
+    lines.append(
+        "score [95% interval]: Wilson over attempts for pass^1, bootstrap over tasks for k > 1"
+    )
     return "\n".join(lines + _failure_lines(reports))
+
+
+def _cell(s: GroupScore, metric: str) -> str:
+    """`0.533 [0.43,0.63]`, right-aligned; the bare score when the report has no interval."""
+    value = _value(s, metric)
+    ci = s.ci.get(metric)
+    text = f"{value:.3f} [{ci[0]:.2f},{ci[1]:.2f}]" if ci else f"{value:.3f}"
+    return f"{text:>{CELL}}"
+
+
+def _value(s: GroupScore, metric: str) -> float:
+    table = s.pass_hat if metric.startswith("pass^") else s.pass_at
+    return table[int(metric[5:])]
 
 
 def _failure_lines(reports: Sequence[EvalReport]) -> list[str]:
@@ -322,10 +401,9 @@ def _failure_lines(reports: Sequence[EvalReport]) -> list[str]:
     lines = []
     base = reports[0].baseline
     if base is not None:
-        hats = " ".join(f"pass^{j} {v:.3f}" for j, v in base.pass_hat.items())
+        hats = ", ".join(f"pass^{j} {_cell(base, f'pass^{j}').strip()}" for j in base.pass_hat)
         lines.append(
-            f"build agent's baseline ({base.tasks} of these tasks, k attempts in the build): "
-            f"success {base.success:.3f} {hats}"
+            f"build agent's baseline ({base.tasks} of these tasks, k attempts in the build): {hats}"
         )
     for r in reports:
         counts = ", ".join(f"{reason} {n}" for reason, n in r.failures.items()) or "none"

@@ -3,13 +3,20 @@
 Why here and not in generators.llm: a fine-tuned model must be prompted exactly as it was
 trained, i.e. with its pinned family template (finetune/families.py); the generic `local`
 backend serves the embedded GGUF model with its own prompt format. Tool calls are parsed from
-the generated text with the runtime's tolerant parser. Generation is greedy or seeded sampling,
-one request at a time in a worker thread so the event loop keeps serving other rollouts.
+the generated text with the runtime's tolerant parser.
+
+Throughput: evaluation runs many attempts at once on one event loop (`run_all`), so concurrent
+`complete()` calls are batched. The runtime's `MicroBatcher` collects the requests pending
+within a few milliseconds (up to `max_batch_size`, requests with equal sampling params
+together) and one left-padded `generate` answers them in a worker thread; each row is cut at
+the family's end-of-turn token. Position ids come from the attention mask (transformers'
+generate), so a row's greedy tokens are those of the same request alone (tested, fp32 CPU).
+Sampling (temperature > 0) draws each row from its own `torch.Generator` seeded by the
+request's seed (`_SeededSampler`), so a reply never depends on which requests shared its batch.
 """
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from collections.abc import Sequence
@@ -19,6 +26,7 @@ from typing import Any
 from trajforge.finetune.families import TemplateFamily
 from trajforge.finetune.render import generation_prompt
 from trajforge.generators.llm import parse_tool_calls
+from trajforge.generators.llm.local import MicroBatcher, _SeededSampler
 from trajforge.schemas import ChatRequest, ChatResponse, Message, ToolCall, ToolSpec, Usage
 
 
@@ -34,21 +42,39 @@ def reply_from_text(
 
 
 class TransformersChat:
-    def __init__(self, model_dir: str | Path, family: TemplateFamily, device: str | None = None):
+    """`LLMClient` over a transformers model directory; loads on first use; batches concurrent
+    requests (see the module docstring)."""
+
+    def __init__(
+        self,
+        model_dir: str | Path,
+        family: TemplateFamily,
+        device: str | None = None,
+        max_batch_size: int = 8,
+        batch_window_s: float = 0.005,
+    ):
         from trajforge.finetune.modeling import pick_device
 
+        if max_batch_size < 1:
+            raise ValueError(f"max_batch_size: need >= 1, got {max_batch_size}")
         self.model_dir = Path(model_dir)
         self.family = family
         self.device = device or pick_device()
         self.model_name = self.model_dir.name
+        self.max_batch_size = max_batch_size
+        self.batch_window_s = batch_window_s
         self._loaded: tuple[Any, Any] | None = None
         self._lock = threading.Lock()
+        self._batcher: MicroBatcher | None = None
 
     def _load(self) -> tuple[Any, Any]:
         if self._loaded is None:
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
             tokenizer = AutoTokenizer.from_pretrained(self.model_dir)
+            tokenizer.padding_side = "left"  # rows end together: generation continues them all
+            if tokenizer.pad_token is None:  # e.g. Llama 3.1; pads are masked out anyway
+                tokenizer.pad_token = self.family.end_of_turn
             from trajforge.finetune.modeling import inference_dtype, resolve_precision
 
             # bf16 on a GPU that has it, fp32 on CPU, whatever the checkpoint holds
@@ -59,30 +85,60 @@ class TransformersChat:
             self._loaded = (model, tokenizer)
         return self._loaded
 
-    def generate_now(self, request: ChatRequest) -> ChatResponse:
+    def generate_batch(self, requests: Sequence[ChatRequest]) -> list[ChatResponse]:
+        """One left-padded `generate` over requests with equal sampling params (blocking)."""
         import torch
+        from transformers import LogitsProcessorList
 
         with self._lock:
             model, tokenizer = self._load()
-            tools = [t.openai_schema() for t in request.tools]
-            prompt = generation_prompt(request.messages, tools, self.family)
-            ids = tokenizer(prompt, add_special_tokens=False, return_tensors="pt")["input_ids"]
+            prompts = [
+                generation_prompt(r.messages, [t.openai_schema() for t in r.tools], self.family)
+                for r in requests
+            ]
+            encoded = tokenizer(
+                prompts, add_special_tokens=False, padding=True, return_tensors="pt"
+            ).to(self.device)
             eot = tokenizer.convert_tokens_to_ids(self.family.end_of_turn)
+            sampled = any(r.sampling.temperature > 0 for r in requests)
             started = time.perf_counter()
-            sampled = request.sampling.temperature > 0
-            if sampled:
-                torch.manual_seed(request.seed or 0)
             with torch.inference_mode():
                 out = model.generate(
-                    ids.to(self.device),
-                    max_new_tokens=request.sampling.max_tokens,
-                    do_sample=sampled,
-                    temperature=request.sampling.temperature if sampled else None,
-                    top_p=request.sampling.top_p if sampled else None,
+                    **encoded,
+                    max_new_tokens=max(r.sampling.max_tokens for r in requests),
+                    do_sample=False,  # sampled rows: `_SeededSampler` leaves one token
+                    logits_processor=LogitsProcessorList(
+                        [_SeededSampler(requests)] if sampled else []
+                    ),
                     eos_token_id=eot,
                     pad_token_id=tokenizer.pad_token_id,
                 )
-        new = out[0, ids.shape[1] :].tolist()
+            latency = time.perf_counter() - started
+        width = encoded["input_ids"].shape[1]
+        prompt_lengths = encoded["attention_mask"].sum(dim=1).tolist()
+        return [
+            self._response(
+                tokenizer,
+                request,
+                out[row, width:].tolist(),
+                eot,
+                int(prompt_lengths[row]),
+                latency,
+            )
+            for row, request in enumerate(requests)
+        ]
+
+    def _response(
+        self,
+        tokenizer: Any,
+        request: ChatRequest,
+        new: list[int],
+        eot: int,
+        prompt_tokens: int,
+        latency_s: float,
+    ) -> ChatResponse:
+        """One row's reply: its tokens up to its end-of-turn (the rest is padding)."""
+        new = new[: request.sampling.max_tokens]
         finish = "stop" if eot in new else "length"
         new = new[: new.index(eot)] if eot in new else new
         text = tokenizer.decode(new, skip_special_tokens=True)
@@ -91,9 +147,17 @@ class TransformersChat:
             message=Message(role="assistant", content=content, tool_calls=calls),
             model=self.model_name,
             finish_reason="tool_calls" if calls else finish,
-            usage=Usage(prompt_tokens=int(ids.shape[1]), completion_tokens=len(new)),
-            latency_s=time.perf_counter() - started,
+            usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=len(new)),
+            latency_s=latency_s,
         )
 
+    def generate_now(self, request: ChatRequest) -> ChatResponse:
+        """One request alone, without the batcher (scripts, tests, the unbatched reference)."""
+        return self.generate_batch([request])[0]
+
     async def complete(self, request: ChatRequest) -> ChatResponse:
-        return await asyncio.to_thread(self.generate_now, request)
+        if self._batcher is None:
+            self._batcher = MicroBatcher(
+                self.generate_batch, self.max_batch_size, self.batch_window_s
+            )
+        return await self._batcher.submit(request)

@@ -122,13 +122,13 @@ async def run_blueprint(
     system = Message(role="system", content=agent_system_prompt(domain.policy, domain.vocabulary))
     contexts = draft_contexts(plan, system)
     writer = Verbaliser(llm, model, task, seed, sampling, max_retries, domain.vocabulary)
-    written = await asyncio.gather(
-        *(
+    written = await all_or_none(
+        [
             writer.write(i, plan[i], context)  # type: ignore[arg-type]
             if _selected(plan[i], verbalise)  # type: ignore[arg-type]
             else writer.keep_draft(plan[i])  # type: ignore[arg-type]
             for i, context in contexts.items()
-        )
+        ]
     )
     messages, steps = assemble(plan, dict(zip(contexts, written, strict=True)), system)
     return Trajectory.create(
@@ -144,6 +144,26 @@ async def run_blueprint(
             model_written=writer.model_written, templated=writer.templated
         ),
     )
+
+
+async def all_or_none(coros: list) -> list:
+    """Results in order, or the first error with every other call cancelled: one failed
+    utterance fails the element, so the calls still queued or retrying would be paid for
+    nothing (`asyncio.gather` lets them all run: 152 requests for 10 tasks whose every call
+    failed, issue 28)."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        failed = next((t for t in tasks if t in done and t.exception() is not None), None)
+        if failed is None:
+            return [t.result() for t in tasks]
+        raise failed.exception()  # type: ignore[misc]
+    finally:
+        unfinished = [t for t in tasks if not t.done()]
+        for t in unfinished:
+            t.cancel()
+        if unfinished:
+            await asyncio.gather(*unfinished, return_exceptions=True)
 
 
 def _call_messages(item: SkeletonCall) -> tuple[Message, Message]:

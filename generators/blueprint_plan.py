@@ -26,6 +26,7 @@ from trajforge.generators.agent_voice import (
 )
 from trajforge.generators.entities import entity_tokens
 from trajforge.generators.phrasing import NO_PHRASING, Phrasing
+from trajforge.generators.reports import WriteOutcome
 from trajforge.generators.tooling import Domain, LiveDump, ToolExecution
 from trajforge.generators.values import leaf_strings, states_value
 from trajforge.generators.voice import UserVoice
@@ -42,6 +43,8 @@ class Utterance:
     draft: str  # deterministic fallback; contains exactly the required entities
     required: tuple[str, ...]
     facts: tuple[str, ...]  # grounded text any entity-like token must come from
+    #: Writes whose result this utterance (the closing) must still tell after a rewrite.
+    tells: tuple[WriteOutcome, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -278,6 +281,13 @@ def plan_blueprint(
             writer.execute(calls[index])
     plan = writer.plan
     closing = closing_draft(task, calls, phrasing)
-    plan.append(Utterance("assistant", closing, task.expected_outputs, tuple(writer.agent_facts)))
+    told = tuple(
+        WriteOutcome.of(c.call.name, c.call.arguments, (d.after for d in c.execution.diff))
+        for c in calls
+        if c.execution.mutating and c.execution.error is None and c.execution.diff
+    )
+    plan.append(
+        Utterance("assistant", closing, task.expected_outputs, tuple(writer.agent_facts), told)
+    )
     plan.append(Utterance("user", voice.close(s.reason_for_contact), (), user_facts))
     return plan

@@ -80,6 +80,12 @@ class ClaimTypes(BaseModel):
     statuses: tuple[str, ...] = ()
     status_field: str = "status"
     address_pattern: str | None = None  # regex of a street address line in text
+    #: Check street addresses found by the value grammar (`generators.value_grammar`: full and
+    #: abbreviated street types, with or without a zip) against the addresses shown so far.
+    addresses: bool = False
+    #: Result fields (at any depth) whose text describes an object ("name": an order's item
+    #: names): a claim that names no id but such a description is bound to the objects it fits.
+    description_fields: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -185,23 +185,39 @@ async def _agent_acts(run: _Run, agent: AgentPolicy, *, max_steps: int) -> Termi
                 return "agent_error"
             continue
         empty = 0
+        message, dropped = _within_step_limit(message, max_steps - len(run.steps))
         run.append(message, turn)
         if not message.tool_calls:
             return "transfer" if TRANSFER_TOKEN in (message.content or "") else None
-        if _execute_calls(run, message.tool_calls, max_steps=max_steps):
+        if _execute_calls(run, message.tool_calls, max_steps=max_steps, dropped=dropped):
             return "transfer"
 
 
-def _execute_calls(run: _Run, calls: Sequence[ToolCall], *, max_steps: int) -> bool:
+def _within_step_limit(message: Message, room: int) -> tuple[Message, int]:
+    """The turn's calls that can run plus the first one that cannot (answered with one
+    step-limit error), and how many more were dropped: 500 calls in one turn stored 494
+    identical "step limit" messages (issue 28); the rollout ends at the limit either way."""
+    calls = message.tool_calls
+    keep = max(room, 0) + 1
+    if len(calls) <= keep:
+        return message, 0
+    return message.model_copy(update={"tool_calls": calls[:keep]}), len(calls) - keep
+
+
+def _execute_calls(
+    run: _Run, calls: Sequence[ToolCall], *, max_steps: int, dropped: int = 0
+) -> bool:
     """Execute each call on the live state; True if a transfer tool succeeded.
 
     Every call gets its tool message (so the conversation stays a valid tool-use exchange),
-    even past `max_steps`: those are answered with an error and not executed.
+    even past `max_steps`: that one is answered with an error and not executed (and says how
+    many further calls of the turn were dropped, `_within_step_limit`).
     """
     transferred = False
     for call in calls:
         if len(run.steps) >= max_steps:
-            run.append(tool_message(call, "Error: step limit reached; call not run"))
+            more = f" ({dropped} further calls of this turn dropped)" if dropped else ""
+            run.append(tool_message(call, f"Error: step limit reached; call not run{more}"))
             continue
         execution = run.live.execute(run.domain.toolbox, run.state, call)
         run.append(tool_message(call, execution.observation))

@@ -25,6 +25,7 @@ from trajforge.generators.prompts import (
     role_reminder,
     user_system_prompt,
 )
+from trajforge.generators.roles import out_of_role
 from trajforge.generators.vocabulary import GENERIC_VOCABULARY, DomainVocabulary
 from trajforge.generators.voice import UserVoice, info_label
 from trajforge.schemas import (
@@ -94,9 +95,10 @@ def looks_like_agent(
     """Role-confusion check: the text sounds like the agent, not the user.
 
     `action_verbs` are the past-tense verbs of the domain's actions (its vocabulary): a user
-    saying "I have <verb> your ..." is narrating the agent's work.
+    saying "I have <verb> your ..." is narrating the agent's work. Agent-speak in paraphrase
+    and narrator lines are `generators.roles.out_of_role`.
     """
-    return bool(_agent_phrases(tuple(sorted(action_verbs))).search(text))
+    return bool(_agent_phrases(tuple(sorted(action_verbs))).search(text)) or out_of_role(text)
 
 
 def flip_roles(conversation: Sequence[Message]) -> list[Message]:

@@ -10,12 +10,14 @@ yields a correct trajectory.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from trajforge.generators.bare_turns import is_bare
 from trajforge.generators.blueprint_plan import Utterance
 from trajforge.generators.entities import check_entities
 from trajforge.generators.prompts import verbaliser_system_prompt, verbaliser_user_prompt
+from trajforge.generators.roles import narrates
 from trajforge.generators.user import asks_confirmation, looks_like_agent, response_cost
 from trajforge.generators.vocabulary import GENERIC_VOCABULARY, DomainVocabulary
 from trajforge.generators.voice import NAME_CLAIM
@@ -62,19 +64,30 @@ def keeps_draft(text: str, draft: str, share: float = 0.5) -> bool:
 
 
 def acceptable(
-    text: str, utterance: Utterance, action_verbs: Iterable[str] = GENERIC_VOCABULARY.action_verbs
+    text: str,
+    utterance: Utterance,
+    action_verbs: Mapping[str, tuple[str, ...]] = GENERIC_VOCABULARY.action_verbs,
+    names: Iterable[str] = (),
 ) -> bool:
     """A rewrite is kept only if it keeps the entities and meaning, invents none, stays in role."""
     if not text or len(text) > max(240, 3 * len(utterance.draft)) or "###" in text:
         return False
     if _PROMPT_LEAK.search(text) or not keeps_draft(text, utterance.draft):
         return False
-    if utterance.speaker == "user" and looks_like_agent(text, action_verbs):
+    if is_bare(text, names) and not is_bare(utterance.draft, names):
+        return False  # "Dario Marlowe," for "Right, I'm Dario Marlowe.": keep the draft
+    if utterance.speaker == "user" and (
+        looks_like_agent(text, action_verbs) or any(narrates(text, n) for n in names)
+    ):
         return False
     if utterance.speaker == "user" and _claims_another_name(text, utterance.facts):
         return False
     if asks_confirmation(utterance.draft) and not (asks_confirmation(text) and "?" in text):
         return False  # a confirmation prompt must still ask (the policy rules read it)
+    if not all(
+        w.told_by(text, action_verbs) for w in utterance.tells if w.told_by(utterance.draft)
+    ):
+        return False  # the closing still tells each write its draft told (outcome_told's rule)
     return check_entities(text, utterance.required, utterance.facts).ok
 
 
@@ -130,7 +143,7 @@ class Verbaliser:
             self.cost = self.cost + response_cost(response)
             text = clean_utterance(response.message.content or "")
             if not response.message.tool_calls and acceptable(
-                text, utterance, self.vocabulary.action_verbs
+                text, utterance, self.vocabulary.action_verbs, (self.task.persona.name,)
             ):
                 self.model_written += 1
                 return text

@@ -46,6 +46,7 @@ class DomainVocabulary(BaseModel):
     """What generic code may say about a domain: its task types, roles and action verbs.
 
     `task_types` is the domain's closed set (synthesis and task verification refuse any other);
+    `answer_words` are the words of the answers the agent looks up (statuses, outcomes);
     `read_only_task_types` is the subset that never changes state (the no-tool shortcut check
     applies only to tasks made of these); `user_role`/`agent_role` frame the prompts and the
     judge rubric; `action_verbs` maps a past-tense verb the agent may narrate to the write-tool
@@ -61,6 +62,10 @@ class DomainVocabulary(BaseModel):
     action_verbs: dict[str, tuple[str, ...]] = Field(
         default_factory=lambda: dict(GENERIC_ACTION_VERBS)
     )
+    #: Words that state what only the agent's tools can tell (an order's status, a request's
+    #: outcome): a user turn that says one its scenario and the agent did not give it is leaking
+    #: the answer (verifiers/user_fidelity.py). Empty: no such check.
+    answer_words: tuple[Word, ...] = ()
 
     @model_validator(mode="after")
     def _consistent(self) -> DomainVocabulary:

@@ -12,6 +12,7 @@ success last.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import json
 import platform
@@ -23,7 +24,7 @@ import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from trajforge.pipelines import attempts, io, shards, splits, stages
+from trajforge.pipelines import attempts, io, ownership, shards, splits, stages
 from trajforge.pipelines.card import dataset_card
 from trajforge.pipelines.config import BuildConfig, FailureConfig
 from trajforge.pipelines.gc_tuning import freeze_startup
@@ -31,6 +32,7 @@ from trajforge.pipelines.preflight import LOCAL_RUNNERS
 from trajforge.pipelines.processes import ProcessPlan, plan_processes
 from trajforge.pipelines.report import write_report
 from trajforge.pipelines.resources import StageResources, per_process
+from trajforge.pipelines.run_dir import STAGING_DIR
 from trajforge.pipelines.sdk_worker import FastExitFnApiRunner
 from trajforge.pipelines.transforms.attempts import (
     DIFFICULTY,
@@ -170,7 +172,7 @@ def build_pipeline(
     routed.append(deduped)
     kept = deduped[KEPT]
     records = stage(kept, "ToDatasetRecords", SyncStageFn("split", plain, stages.to_dataset_record))
-    records | "WriteOutputs" >> WriteOutputs(run_dir, config)
+    records | "WriteOutputs" >> WriteOutputs(run_dir, config, STAGING_DIR)
     kept | "Diversity" >> Diversity(
         quality.diversity, quality.dedup.semantic.enabled, config.domain_names, run_dir
     )
@@ -305,6 +307,34 @@ def make_manifest(
     }
 
 
+def placeholder_card(config: BuildConfig) -> str:
+    """README.md while the build runs: its YAML points `load_dataset` at files that never
+    exist, so loading an unfinished run fails (no data files found) instead of reading a
+    partial split, or the run's side files (config.json, rejected/*.jsonl) as a dataset. The
+    finished card replaces it last but one, just before `_SUCCESS`."""
+    path = "build-not-finished/train-*.parquet"
+    return (
+        "---\nconfigs:\n- config_name: default\n  default: true\n  data_files:\n"
+        f"  - split: train\n    path: {path}\n---\n\n# {config.name} (unfinished)\n\n"
+        f"This trajforge build has not finished (no `{io.SUCCESS_MARKER}`): do not use it. "
+        "Resume it with `trajforge build ... --resume`.\n"
+    )
+
+
+def publish_outputs(run_dir: str) -> None:
+    """Rename the finished shards from the staging folder to `data/` and `views/` (one rename
+    per folder: a reader sees no split or every shard of it)."""
+    for name in (io.DATA_DIR, io.VIEWS_DIR):
+        staged = f"{STAGING_DIR}/{name}"
+        if io.FileSystems.exists(io.join(run_dir, staged)) or "://" in run_dir:
+            ownership.move(run_dir, staged, name)
+    if "://" not in run_dir:
+        import os
+
+        with contextlib.suppress(OSError):
+            os.rmdir(io.join(run_dir, STAGING_DIR))
+
+
 def run_build(
     config: BuildConfig,
     run_dir: str,
@@ -321,7 +351,8 @@ def run_build(
     plan = plan or plan_processes(config, beam_args)
     options = PipelineOptions(list(plan.beam_args))
     runner = options.get_all_options().get("runner") or "FnApiRunner"
-    io.write_text(io.join(run_dir, "config.json"), canonical_json(config.model_dump(mode="json")))
+    ownership.write_text(run_dir, "config.json", canonical_json(config.model_dump(mode="json")))
+    ownership.write_text(run_dir, "README.md", placeholder_card(config))
     # Beam's FnApiRunner, whose worker processes (if any) skip the interpreter's teardown
     p = beam.Pipeline(
         runner=FastExitFnApiRunner() if runner == "FnApiRunner" else None, options=options
@@ -336,7 +367,8 @@ def run_build(
     else:
         poll_remote(result)
     counters = stage_counters(result)
-    shards.ensure_loadable(run_dir, [shards.CANONICAL, *config.output.views])
+    shards.ensure_loadable(run_dir, [shards.CANONICAL, *config.output.views], STAGING_DIR)
+    publish_outputs(run_dir)
     outputs = io.count_outputs(run_dir)
     manifest = make_manifest(config, counters, outputs, time.monotonic() - started, runner)
     manifest["dedup_scale"] = scale_report(result)
@@ -364,11 +396,12 @@ def run_build(
     failure = failure or failure_reason(outputs, acc["inputs"], config.failure)
     manifest["status"] = "failed" if failure else "succeeded"
     manifest["failure"] = failure
-    io.write_text(io.join(run_dir, "manifest.json"), json.dumps(manifest, indent=2, sort_keys=True))
-    # The card and the report are written for a failed build too: they show what happened.
-    io.write_text(io.join(run_dir, "README.md"), dataset_card(run_dir, manifest))
+    ownership.write_text(run_dir, "manifest.json", json.dumps(manifest, indent=2, sort_keys=True))
+    # The report and the card are written for a failed build too: they show what happened.
+    # The card is last: until it replaces the placeholder, `load_dataset` refuses the run.
     write_report(run_dir)
+    ownership.write_text(run_dir, "README.md", dataset_card(run_dir, manifest))
     if failure:
         raise BuildFailed(failure, manifest)
-    io.write_text(io.join(run_dir, io.SUCCESS_MARKER), manifest["finished_at"] + "\n")
+    ownership.write_text(run_dir, io.SUCCESS_MARKER, manifest["finished_at"] + "\n")
     return BuildResult(run_dir=run_dir, manifest=manifest)

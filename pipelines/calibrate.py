@@ -112,5 +112,7 @@ def calibrate_run(run_dir: str, limit: int | None = None, show_progress: bool = 
     report["ungradeable"] = sum(
         1 for t in results if t.judgements and t.judgements[-1].status == "ungradeable"
     )
-    io.write_text(io.join(run_dir, "calibration.json"), json.dumps(report, indent=2))
+    from trajforge.pipelines import ownership
+
+    ownership.write_text(run_dir, "calibration.json", json.dumps(report, indent=2))
     return report

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import logging
+import os
 import sys
 
 
@@ -35,7 +36,7 @@ from trajforge.finetune import cli as finetune_cli  # noqa: E402
 from trajforge.pipelines import io  # noqa: E402
 from trajforge.pipelines.config import ConfigError, load_config  # noqa: E402
 from trajforge.pipelines.preflight import PreflightError  # noqa: E402
-from trajforge.pipelines.run_dir import RunDirError  # noqa: E402
+from trajforge.pipelines.run_dir import RUN_MARKER, RunDirError  # noqa: E402
 
 
 class UsageError(Exception):
@@ -130,6 +131,14 @@ def _no_abbreviations(parser: argparse.ArgumentParser) -> None:
             _no_abbreviations(child)
 
 
+def local_path(path: str) -> str:
+    """`~` expanded here, once (a shell leaves a quoted `'~/x'` alone, and a literal `~`
+    folder in the working directory is never what was meant); trailing slashes dropped."""
+    if "://" not in path:
+        path = os.path.expanduser(path)
+    return path.rstrip("/") or "/"
+
+
 def with_default_runner(beam_args: list[str]) -> list[str]:
     if any(a == "--runner" or a.startswith("--runner=") for a in beam_args):
         return beam_args
@@ -220,7 +229,7 @@ def cmd_build(args: argparse.Namespace, beam_args: list[str]) -> int:
     from trajforge.pipelines.processes import plan_processes
     from trajforge.pipelines.progress import ProgressReporter
     from trajforge.pipelines.requirements import missing_requirements
-    from trajforge.pipelines.run_dir import prepare_run_dir, record_entries
+    from trajforge.pipelines.run_dir import finish_run, prepare_run_dir
 
     tune_gc()
     config = load_config(args.config)
@@ -231,7 +240,7 @@ def cmd_build(args: argparse.Namespace, beam_args: list[str]) -> int:
         config = config.model_copy(
             update={"cache": config.cache.model_copy(update={"enabled": False})}
         )
-    output = args.output.rstrip("/")
+    output = local_path(args.output)
     rollout = config.rollout
     if rollout.attempts > 1 and rollout.agent == "llm" and config.sampling.temperature == 0:
         print(  # the attempts differ only through the seeds the backend may ignore at t=0
@@ -260,7 +269,7 @@ def cmd_build(args: argparse.Namespace, beam_args: list[str]) -> int:
         )
         return 1
     finally:
-        record_entries(output, config.config_hash())
+        finish_run(output)
     print(summary_table(result.manifest))
     train = result.manifest["outputs"]["splits"].get("train", {}).get("rows", 0)
     print(
@@ -284,16 +293,46 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if report["warning"]:
         print(f"warning: {report['warning']}")
     print(f"\nWritten to {run}/calibration.json")
+    if report.get("problem"):  # the figures above are 0/0 or compare constants
+        print(f"error: {report['problem']}", file=sys.stderr)
+        return 1
     return 0
 
 
-def _finished(run_dir: str) -> str:
-    """A run whose build ended, well or not (a failed build writes its manifest too, and is
-    exactly the one a user wants to look at); only `publish` insists on `_SUCCESS`."""
-    run = run_dir.rstrip("/")
-    if not io.FileSystems.exists(io.join(run, "manifest.json")):
-        raise UsageError(f"{run} is not a finished run directory (no manifest.json)")
-    return run
+def _finished(run_dir: str, failed_ok: bool = True) -> str:
+    """A run whose build ended: `_SUCCESS`, or (`failed_ok`: show and report, which a user
+    wants exactly for a failed build) a manifest that records the build as failed, written
+    after every output was. A build that was killed, or is still running, is refused: its
+    files may be partial."""
+    run = local_path(run_dir)
+    if io.FileSystems.exists(io.join(run, io.SUCCESS_MARKER)):
+        return run
+    status = None
+    manifest = io.join(run, "manifest.json")
+    if failed_ok and io.FileSystems.exists(manifest):
+        import json
+
+        try:
+            status = json.loads(io.read_text(manifest)).get("status")
+        except ValueError:
+            status = None
+    if status == "failed":
+        return run
+    raise UsageError(
+        f"{run} is not a finished run (no {io.SUCCESS_MARKER}): its build was interrupted or "
+        "is still running; finish it with `trajforge build ... --resume`"
+    )
+
+
+def _run_inputs_finished(args: argparse.Namespace) -> None:
+    """finetune / eval read a run's rows: only a successful build's (`_SUCCESS`)."""
+    for attr in ("data", "tasks"):
+        value = getattr(args, attr, None)
+        if not isinstance(value, str):
+            continue
+        path = local_path(value)
+        if any(os.path.exists(os.path.join(path, n)) for n in (RUN_MARKER, "manifest.json")):
+            _finished(value, failed_ok=False)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -324,7 +363,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_publish(args: argparse.Namespace) -> int:
     from trajforge.pipelines.publish import PublishError, files_to_upload, publish
 
-    run = _finished(args.run_dir)
+    run = _finished(args.run_dir, failed_ok=False)
     try:
         if args.dry_run:
             files = files_to_upload(run)
@@ -376,6 +415,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "verify":
             return cmd_verify(args)
         if args.command in ("finetune", "eval"):
+            _run_inputs_finished(args)
             return finetune_cli.run(args)
         if args.command in COMMANDS:
             return COMMANDS[args.command](args)

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from trajforge.generators.llm.factory import BackendConfig
 from trajforge.generators.llm.guard import TextLimits
 from trajforge.generators.noise import NoiseConfig
+from trajforge.pipelines.config_types import number_type_errors
 from trajforge.pipelines.dedup_config import (  # noqa: F401 - DedupConfig's parts re-exported
     DedupConfig,
     DiversityConfig,
@@ -403,6 +404,9 @@ def load_config(path: str | Path) -> BuildConfig:
         raise ConfigError(
             f"config {path} must be a YAML mapping of fields, got {type(raw).__name__}"
         )
+    wrong_numbers = number_type_errors(BuildConfig, raw)
+    if wrong_numbers:
+        raise ConfigError(f"invalid config {path}:\n  " + "\n  ".join(wrong_numbers))
     try:
         return BuildConfig.model_validate(raw)
     except ValidationError as err:

@@ -14,10 +14,11 @@ are divided between the processes (`resources.per_process`), so the rows are the
   would be loaded once per process, multiplying memory (and a GPU would be shared);
 - `num_tasks` reaches AUTO_MIN_TASKS (each worker process imports and sets up the stages,
   a few seconds of CPU that a small build does not win back);
-- more than one core is available to this process (`os.sched_getaffinity`) and idle (the
-  1-minute load average leaves at least half a core for each extra process: on a shared
-  machine a second process only adds its start-up and transfer CPU);
+- more than one core is available to this process (`os.sched_getaffinity`);
 - each process keeps at least MIN_IN_FLIGHT_PER_PROCESS elements in flight.
+The decision reads the config and the cores only, never the machine's load: it used the load
+average at start, so the same config on the same machine ran with 1 or 2 processes from one
+minute to the next (issue 28). On a shared machine, set `runner.local_processes: 1`.
 """
 
 from __future__ import annotations
@@ -126,19 +127,9 @@ def in_process_roles(config: BuildConfig) -> list[str]:
     return [f"{role} ({cfg.kind})" for role, cfg in bound.items() if cfg.kind != "openai"]
 
 
-def idle_cores(cores: int, load: float | None = None) -> int:
-    """Cores not busy now: `cores` less the 1-minute load average, rounded to nearest."""
-    if load is None:
-        try:
-            load = os.getloadavg()[0]
-        except OSError:  # not available: assume an idle machine
-            load = 0.0
-    return max(0, min(cores, round(cores - load)))
-
-
-def auto_processes(config: BuildConfig, cores: int, idle: int) -> tuple[int, str]:
-    """`auto`: the number of processes and why (see the module docstring); `idle` of the
-    `cores` are not busy with other work."""
+def auto_processes(config: BuildConfig, cores: int) -> tuple[int, str]:
+    """`auto`: the number of processes and why (see the module docstring), from the config
+    and the `cores` this process may use, nothing else."""
     local = in_process_roles(config)
     if local:
         return 1, f"roles {', '.join(local)} are not HTTP endpoints (one model per process)"
@@ -146,17 +137,17 @@ def auto_processes(config: BuildConfig, cores: int, idle: int) -> tuple[int, str
         return 1, f"num_tasks {config.num_tasks} < {AUTO_MIN_TASKS} (start-up would not pay)"
     if cores < 2:
         return 1, "one core available"
-    if idle < 2:
-        return 1, f"{cores} cores but {idle} idle (load average): a second process would wait"
     by_flight = config.concurrency.max_in_flight // MIN_IN_FLIGHT_PER_PROCESS
-    processes = max(1, min(idle, by_flight))
+    processes = max(1, min(cores, by_flight))
     if processes < 2:
         return 1, (
             f"concurrency.max_in_flight {config.concurrency.max_in_flight} < "
             f"{2 * MIN_IN_FLIGHT_PER_PROCESS} (too few in flight to split)"
         )
+    limit = "cores" if processes == cores else f"max_in_flight / {MIN_IN_FLIGHT_PER_PROCESS}"
     return processes, (
-        f"{idle} of {cores} cores idle, {config.num_tasks} tasks, all roles over HTTP"
+        f"{cores} cores, {config.num_tasks} tasks >= {AUTO_MIN_TASKS}, all roles over HTTP, "
+        f"{config.concurrency.max_in_flight} in flight; bounded by {limit}"
     )
 
 
@@ -164,10 +155,9 @@ def plan_processes(
     config: BuildConfig,
     beam_args: list[str] | tuple[str, ...],
     cores: int | None = None,
-    load: float | None = None,
 ) -> ProcessPlan:
-    """The worker processes of this build and the Beam options that run them (`cores` and
-    the 1-minute `load` average: this machine's unless given)."""
+    """The worker processes of this build and the Beam options that run them (`cores`: this
+    process's unless given)."""
     args = tuple(beam_args)
     runner = runner_of(args)
     if given_flags(args):
@@ -187,7 +177,7 @@ def plan_processes(
     wanted = config.runner.local_processes
     if wanted == "auto":
         cores = cores or available_cores()
-        processes, reason = auto_processes(config, cores, idle_cores(cores, load))
+        processes, reason = auto_processes(config, cores)
         source: Literal["config", "auto"] = "auto"
     else:
         processes, reason, source = wanted, f"runner.local_processes: {wanted}", "config"

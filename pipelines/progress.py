@@ -35,7 +35,10 @@ class ProgressTally:
     _lock = threading.Lock()
 
     def __init__(self, run_dir: str):
+        self.run_dir = run_dir
+        self.name = f"{PROGRESS_DIR}/{os.getpid()}.json"
         self.path = os.path.join(run_dir, PROGRESS_DIR, f"{os.getpid()}.json")
+        self._recorded = False
         self.counts: Counter[str] = Counter()
         self._last_flush = 0.0
         self._mutex = threading.Lock()
@@ -59,7 +62,12 @@ class ProgressTally:
                 self._write()
 
     def _write(self) -> None:
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        if not self._recorded:  # the run owns what it writes: recorded before it exists
+            from trajforge.pipelines import ownership
+
+            ownership.ensure_dir(self.run_dir, PROGRESS_DIR)
+            ownership.record(self.run_dir, [self.name, f"{self.name}.tmp"])
+            self._recorded = True
         tmp = f"{self.path}.tmp"
         with open(tmp, "w") as f:
             json.dump(dict(self.counts), f)
@@ -67,14 +75,12 @@ class ProgressTally:
 
 
 def clear_progress(run_dir: str) -> None:
-    """Forget earlier tallies of `run_dir`: the files a killed run left (a resumed build would
-    add them to its own counts) and this process's cached tallies (a second build into the same
-    directory in one process, as in tests, would start from the first one's counts)."""
-    import shutil
-
+    """Forget this process's cached tallies of `run_dir` (a second build into the same
+    directory in one process, as in tests, would start from the first one's counts). The files
+    a killed run left are recorded in its ledger and deleted with its partial outputs
+    (`run_dir.prepare_run_dir`), never by their folder's name."""
     if "://" in run_dir:
         return
-    shutil.rmtree(os.path.join(run_dir, PROGRESS_DIR), ignore_errors=True)
     with ProgressTally._lock:
         suffix = f":{run_dir}"
         for key in [k for k in ProgressTally._instances if k.endswith(suffix)]:
@@ -219,9 +225,10 @@ class ProgressReporter:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        import shutil
+        if "://" not in self.run_dir:  # the tallies' files and folder, as recorded: only ours
+            from trajforge.pipelines import ownership
 
-        shutil.rmtree(os.path.join(self.run_dir, PROGRESS_DIR), ignore_errors=True)
+            ownership.delete_recorded(self.run_dir, ownership.under(PROGRESS_DIR))
 
     def line(self, progress: StageProgress, elapsed: float) -> str:
         return (

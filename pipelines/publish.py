@@ -51,11 +51,46 @@ def publish(run_dir: str, repo_id: str, private: bool, api: HfApi | None = None)
         raise PublishError(f"set {TOKEN_ENV} in the environment to a Hugging Face write token")
     api = api or HfApi(token=token)
     operations = commit_operations(run_dir)
-    api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
-    info = api.create_commit(
-        repo_id,
-        operations,
-        commit_message=f"trajforge: publish {os.path.basename(run_dir.rstrip('/'))}",
-        repo_type="dataset",
-    )
+    try:
+        api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+        info = api.create_commit(
+            repo_id,
+            operations,
+            commit_message=f"trajforge: publish {os.path.basename(run_dir.rstrip('/'))}",
+            repo_type="dataset",
+        )
+    except Exception as err:  # noqa: BLE001 - every Hub failure becomes one line with its fix
+        raise PublishError(hub_failure(err, repo_id)) from err
     return info.commit_url
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0][:200] if text else type(err).__name__
+
+
+def hub_failure(err: BaseException, repo_id: str) -> str:
+    """One line: what went wrong talking to the Hub and what to do (no traceback: the client's
+    exceptions ran to 72 lines for a machine without a network)."""
+    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
+
+    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
+    if isinstance(err, OfflineModeIsEnabled):
+        return "the Hub client is in offline mode (HF_HUB_OFFLINE is set); unset it to publish"
+    if isinstance(err, HfHubHTTPError):
+        status = getattr(getattr(err, "response", None), "status_code", None)
+        if status in (401, 403):
+            return (
+                f"the Hub refused the token for datasets/{repo_id} (HTTP {status}); set "
+                f"{TOKEN_ENV} to a token with write access to that namespace"
+            )
+        return f"the Hub answered HTTP {status} for datasets/{repo_id}: {_first_line(err)}"
+    name = f"{type(err).__module__}.{type(err).__name__}"
+    if isinstance(err, OSError | TimeoutError) or any(
+        word in name for word in ("Connect", "Timeout", "Network", "Proxy", "SSL")
+    ):
+        return (
+            f"cannot reach the Hugging Face Hub at {endpoint} ({type(err).__name__}: "
+            f"{_first_line(err)}); check the network or HF_ENDPOINT, then rerun publish"
+        )
+    return f"publishing to datasets/{repo_id} failed ({type(err).__name__}: {_first_line(err)})"

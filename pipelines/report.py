@@ -167,6 +167,7 @@ def render_report(run_dir: str) -> str:
 
 
 def write_report(run_dir: str) -> str:
-    path = io.join(run_dir, REPORT_FILE)
-    io.write_text(path, render_report(run_dir))
-    return path
+    """report.html, written as the run's own file (recorded, renamed into place)."""
+    from trajforge.pipelines import ownership
+
+    return ownership.write_text(run_dir, REPORT_FILE, render_report(run_dir))

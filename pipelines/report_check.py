@@ -22,6 +22,10 @@ BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 CONSOLE = re.compile(r":CONSOLE(?::\d+)?\]|CONSOLE\(\d+\)")
 
 
+class ReportCheckError(RuntimeError):
+    """The check could not run; the message (one line) says why and what to do."""
+
+
 class ReportCheck(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -51,12 +55,15 @@ def screenshot_stats(png: str) -> tuple[float, int]:
 def check_report(path: str, timeout_s: int = 120) -> ReportCheck:
     exe = browser()
     if exe is None:
-        raise RuntimeError(
-            "no Chromium found; install the Debian package: apt-get install chromium"
+        raise ReportCheckError(
+            f"no Chromium found (looked for {', '.join(BROWSERS)}); install the Debian "
+            "package: apt-get install chromium"
         )
+    if not os.path.isfile(path):
+        raise ReportCheckError(f"{path} is not a file; pass a run's report.html")
     with tempfile.TemporaryDirectory() as tmp:
         png = os.path.join(tmp, "shot.png")
-        proc = subprocess.run(
+        proc = _run_browser(
             [
                 exe,
                 "--headless",
@@ -70,15 +77,28 @@ def check_report(path: str, timeout_s: int = 120) -> ReportCheck:
                 f"--screenshot={png}",
                 "file://" + os.path.abspath(path),
             ],
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
+            timeout_s,
         )
         if not os.path.exists(png):
-            raise RuntimeError(f"Chromium wrote no screenshot:\n{proc.stderr[-2000:]}")
+            last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1][:200]
+            raise ReportCheckError(
+                f"{exe} wrote no screenshot (exit {proc.returncode}; last line: {last}); run "
+                "it by hand with --headless --screenshot to see why"
+            )
         ink, colours = screenshot_stats(png)
     messages = tuple(line for line in proc.stderr.splitlines() if CONSOLE.search(line))
     return ReportCheck(console_messages=messages, ink_fraction=ink, colours=colours)
+
+
+def _run_browser(argv: list[str], timeout_s: int) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired as err:
+        raise ReportCheckError(
+            f"{argv[0]} did not finish in {timeout_s} s; a busy machine may need a longer timeout"
+        ) from err
+    except OSError as err:
+        raise ReportCheckError(f"{argv[0]} could not be started ({err.strerror})") from err
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,7 +106,11 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1:
         print("usage: python -m trajforge.pipelines.report_check REPORT.html", file=sys.stderr)
         return 2
-    result = check_report(args[0])
+    try:
+        result = check_report(args[0])
+    except ReportCheckError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     print(f"console messages: {len(result.console_messages)}")
     for m in result.console_messages:
         print(f"  {m}")

@@ -56,10 +56,26 @@ class RoleClients:
 
 
 @dataclass(frozen=True)
+class OwnedWriter:
+    """Writes a cache file as the run's own (pipelines/ownership.py: recorded in the ledger
+    before it is created, written under a temporary name and renamed), so --overwrite and
+    --clear-cache find every response file and a reader never sees half of one."""
+
+    run_dir: str
+    rel_root: str  # the cache's folder, relative to the run directory
+
+    def __call__(self, rel: str, data: bytes) -> None:
+        from trajforge.pipelines import ownership
+
+        ownership.write_bytes(self.run_dir, f"{self.rel_root}/{rel}", data)
+
+
+@dataclass(frozen=True)
 class CacheLocation:
     """Where a run's response cache lives: always inside the run directory, so `--resume`
     (and every worker of the run) answers finished calls for free."""
 
+    run_dir: str
     store: Literal["sqlite", "files"]
     path: str  # the SQLite file, or the root of the per-response files
 
@@ -68,9 +84,13 @@ class CacheLocation:
         from trajforge.generators.llm.file_cache import FileResponseCache
 
         if self.store == "files":
-            return FileResponseCache(self.path)
+            return FileResponseCache(self.path, OwnedWriter(self.run_dir, FILES_CACHE))
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
         return ResponseCache(self.path)
+
+
+#: The per-response files' folder inside the run directory.
+FILES_CACHE = f"{CACHE_DIR}/responses"
 
 
 def cache_location(run_dir: str, store: str = "auto") -> CacheLocation:
@@ -78,8 +98,8 @@ def cache_location(run_dir: str, store: str = "auto") -> CacheLocation:
     a remote one, which no SQLite file can live in and which every worker shares (a cache on
     each worker's disk made `--resume` after a killed remote job pay for every call again)."""
     if store == "files" or "://" in run_dir:  # URL paths join with "/" (gs://b/run/cache/...)
-        return CacheLocation("files", f"{run_dir.rstrip('/')}/{CACHE_DIR}/responses")
-    return CacheLocation("sqlite", os.path.join(run_dir, CACHE_DIR, "responses.sqlite"))
+        return CacheLocation(run_dir, "files", f"{run_dir.rstrip('/')}/{FILES_CACHE}")
+    return CacheLocation(run_dir, "sqlite", os.path.join(run_dir, CACHE_DIR, "responses.sqlite"))
 
 
 def per_process(limit: int, processes: int) -> int:
@@ -128,8 +148,24 @@ def shared_role_clients(config: BuildConfig, run_dir: str, processes: int = 1) -
     key = (config.config_hash(), cache.path if cache else "", processes)
     with _LOCK:
         if key not in _PROCESS_CLIENTS:
+            if cache is not None and cache.store == "sqlite":  # the files record themselves
+                _record_cache(run_dir, cache.path)
             _PROCESS_CLIENTS[key] = _build_role_clients(config, cache, processes)
         return _PROCESS_CLIENTS[key]
+
+
+#: The files sqlite makes beside its database (WAL mode, and a rollback journal on fallback).
+SQLITE_SIDE_FILES = ("", "-wal", "-shm", "-journal")
+
+
+def _record_cache(run_dir: str, cache_path: str) -> None:
+    """The cache is the run's: its folder and sqlite's files are recorded before sqlite
+    creates them (sqlite writes them itself, so the names are recorded here, by their owner)."""
+    from trajforge.pipelines import ownership
+
+    rel = os.path.relpath(cache_path, run_dir).replace(os.sep, "/")
+    ownership.ensure_dir(run_dir, rel.rsplit("/", 1)[0])
+    ownership.record(run_dir, [rel + side for side in SQLITE_SIDE_FILES])
 
 
 def forget_process_clients(run_dir: str) -> None:

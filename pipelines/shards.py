@@ -102,13 +102,26 @@ def arrow_table(rows: list[dict[str, Any]], features: Features) -> pa.Table:
     return pa.concat_tables(parts).combine_chunks()
 
 
-def write_shard(path: str, rows: list[dict[str, Any]], features: Features) -> int:
-    """Write one shard (rows sorted by id); returns the number of rows."""
+def _create(path: str, run_dir: str | None):
+    """A run's file is written by `ownership.create` (recorded, temporary name, renamed into
+    place; `path` relative to `run_dir`); a file outside a run is written directly."""
+    if run_dir is None:
+        return io.FileSystems.create(path)
+    from trajforge.pipelines import ownership
+
+    return ownership.create(run_dir, path)
+
+
+def write_shard(
+    path: str, rows: list[dict[str, Any]], features: Features, run_dir: str | None = None
+) -> int:
+    """Write one shard (rows sorted by id); returns the number of rows. With `run_dir`, `path`
+    is relative to it and the shard is the run's (recorded, renamed into place when whole)."""
     rows = sorted(rows, key=lambda r: r["id"])
     if not rows:
-        return _write_empty(path, features)
+        return _write_empty(path, features, run_dir)
     table = arrow_table(rows, features)
-    with io.FileSystems.create(path) as f:
+    with _create(path, run_dir) as f:
         pq.write_table(
             table,
             f,
@@ -118,11 +131,11 @@ def write_shard(path: str, rows: list[dict[str, Any]], features: Features) -> in
     return table.num_rows
 
 
-def _write_empty(path: str, features: Features) -> int:
+def _write_empty(path: str, features: Features, run_dir: str | None = None) -> int:
     """A file with the schema and no row group: pyarrow, pandas and streaming `load_dataset`
     read it as zero rows (a zero-row row group would make `datasets` pick a batch size of 0)."""
     schema = features.arrow_schema  # what `Dataset.from_dict` of no rows has (metadata too)
-    with io.FileSystems.create(path) as f:
+    with _create(path, run_dir) as f:
         pq.ParquetWriter(f, schema, compression="zstd").close()
     return 0
 
@@ -134,13 +147,20 @@ def output_files(run_dir: str, output: str) -> dict[str, list[str]]:
     return {s: files for s, files in found.items() if files}
 
 
-def ensure_loadable(run_dir: str, outputs: list[str]) -> list[str]:
+def shard_rel(output: str, split: str, shard: int, num_shards: int) -> str:
+    """A shard's path relative to the folder that holds the outputs."""
+    return f"{output_dir(output)}/{shard_name(split, shard, num_shards)}"
+
+
+def ensure_loadable(run_dir: str, outputs: list[str], base: str = "") -> list[str]:
     """An output with no rows at all gets one empty train shard, so `load_dataset` works on an
-    empty build (zero rows, the right columns) instead of failing on missing files."""
+    empty build (zero rows, the right columns) instead of failing on missing files. `base`:
+    the folder of the run (relative) that holds the outputs (the build's staging folder)."""
     written = []
+    root = io.join(run_dir, base) if base else run_dir
     for output in outputs:
-        if not output_files(run_dir, output):
-            path = shard_path(run_dir, output, "train", 0, 1)
-            write_shard(path, [], features_of(output))
-            written.append(path)
+        if not output_files(root, output):
+            rel = shard_rel(output, "train", 0, 1)
+            write_shard(f"{base}/{rel}" if base else rel, [], features_of(output), run_dir)
+            written.append(io.join(root, rel))
     return written

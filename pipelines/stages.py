@@ -209,12 +209,18 @@ def to_dataset_record(res: StageResources, trajectory: Trajectory) -> DatasetRec
     is assigned later, per leakage cluster, from `split_keys` (pipelines/splits.py)."""
     from trajforge.pipelines.splits import record_keys, template_id
     from trajforge.schemas.sanitize import find_control_token
+    from trajforge.verifiers.injection import scan_messages
 
     task = trajectory.task
     trajectory_json = trajectory.to_json()  # once: the control-token check reads it too
     leaked = find_control_token(trajectory_json)
     if leaked is not None:  # the schema boundary should make this impossible: never export it
         raise Rejected("control_token", f"control token {leaked!r} in the trajectory")
+    injected = scan_messages((m.role, m.content) for m in trajectory.messages)
+    if injected is not None:  # instructions addressed to the model inside user or tool text
+        raise Rejected(
+            "prompt_injection", f"{injected.kind} in {injected.role} text: {injected.excerpt!r}"
+        )
     splits = res.config.output.splits
     judge_scores = {f"{j.judge}/{a.axis}": a.score for j in trajectory.judgements for a in j.axes}
     return DatasetRecord(

@@ -65,6 +65,7 @@ BuiltinReason = Literal[
     "oversized_content",
     "oversized_arguments",
     "control_token",
+    "prompt_injection",  # instructions addressed to the model in user or tool text
     # outcome
     "state_mismatch",
     "outputs_not_communicated",
@@ -80,6 +81,8 @@ BuiltinReason = Literal[
     "narrated_action",
     "loop_or_repeat",
     "user_hallucination",
+    "user_states_answer",
+    "degenerate_turn",
     "shortcut_prone_task",
     "outcome_not_told",
     "ungrounded_claim",

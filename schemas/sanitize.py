@@ -16,6 +16,14 @@ What is NEUTRALISED (rewritten, the row is kept):
   marks): still readable, never a special token in any tokenizer, and never matched again
   (the rewrite is idempotent);
 - C0 control characters other than tab, newline and carriage return (NUL, ESC, ...): removed;
+- bidirectional overrides, embeddings and isolates (U+202A-U+202E, U+2066-U+2069) and the
+  directional marks (U+200E, U+200F, U+061C): removed. They make text display in another order
+  than it is read (a "Trojan Source" reordering), so what a reviewer sees is not what the
+  model trains on;
+- zero-width characters (U+200B space, U+200C non-joiner, U+200D joiner, U+2060 word joiner,
+  U+FEFF) and the soft hyphen (U+00AD): removed. They hide words from filters and reviewers
+  ("ig\u200bnore") at no visible cost. Caveat: emoji joined by U+200D split into their parts,
+  and Persian/Indic text loses its non-joiners (displayed slightly differently);
 - lone UTF-16 surrogates (invalid Unicode that cannot be written as UTF-8): U+FFFD.
 
 What is REJECTED (typed reason, see `schemas.judgement.RejectionReason`): text past the build's
@@ -47,6 +55,10 @@ CONTROL_TOKEN = re.compile(
     re.IGNORECASE,
 )
 _C0_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+#: Bidi overrides/embeddings/isolates and marks, zero-width characters and the soft hyphen.
+INVISIBLE = re.compile(
+    "[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\u200b-\u200d\u2060\ufeff\u00ad]"
+)
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
@@ -56,11 +68,14 @@ def _neutral(match: re.Match[str]) -> str:
 
 
 def sanitize_text(text: str) -> str:
-    """`text` with control tokens neutralised, C0 controls dropped and lone surrogates replaced."""
+    """`text` with control tokens neutralised, C0 controls, bidi controls and zero-width
+    characters dropped, and lone surrogates replaced."""
     if _LONE_SURROGATE.search(text):
         text = _LONE_SURROGATE.sub("\ufffd", text)
     if _C0_CONTROLS.search(text):
         text = _C0_CONTROLS.sub("", text)
+    if INVISIBLE.search(text):  # before the token match: `<|im\u200b_start|>` is one too
+        text = INVISIBLE.sub("", text)
     return CONTROL_TOKEN.sub(_neutral, text)
 
 

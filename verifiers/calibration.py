@@ -28,6 +28,7 @@ class CalibrationReport(Record):
     cohen_kappa: float | None  # None when undefined (see kappa_note)
     kappa_note: str = ""  # why kappa is undefined, when it is
     warning: str = ""  # e.g. no negatives: the agreement numbers are trivially perfect
+    problem: str = ""  # set when the figures mean nothing (`meaningless`): nothing graded, ...
 
 
 def _judge_passes(judgement: Judgement, threshold: float) -> bool | None:
@@ -70,6 +71,24 @@ def kappa_note(tp: int, fp: int, tn: int, fn: int) -> str:
     return ""
 
 
+def meaningless(tp: int, fp: int, tn: int, fn: int, skipped: int) -> str:
+    """Why the agreement figures mean nothing ("" when they mean something): with nothing
+    graded every ratio is 0/0 (printed as 0.0 it read as a judge that is always wrong), and
+    with every outcome failed there is no positive to recall and kappa compares constants."""
+    n = tp + fp + tn + fn
+    if n == 0:
+        return (
+            f"nothing graded: none of {skipped} trajectories has both an outcome and a graded "
+            "task_success judgement (is the judge ungradeable on every one? see calibration.json)"
+        )
+    if tp + fn == 0:
+        return (
+            f"degenerate: all outcomes failed ({n} of {n}), so recall and kappa are undefined; "
+            "calibrate on a run where some trajectories pass the outcome check"
+        )
+    return ""
+
+
 def no_negatives_warning(tp: int, fp: int, tn: int, fn: int) -> str:
     """A run whose trajectories all passed (the quickstart keeps only passed ones, and outcome
     rejections are the only negatives) cannot show whether the judge spots failures."""
@@ -109,4 +128,5 @@ def calibrate(trajectories: Iterable[Trajectory], threshold: float = 1.0) -> Cal
         cohen_kappa=None if math.isnan(kappa := cohen_kappa(tp, fp, tn, fn)) else kappa,
         kappa_note=kappa_note(tp, fp, tn, fn),
         warning=no_negatives_warning(tp, fp, tn, fn),
+        problem=meaningless(tp, fp, tn, fn, skipped),
     )

@@ -32,6 +32,21 @@ def steps_by_call(trajectory: Trajectory) -> dict[str, StepRecord]:
     return {s.call.id: s for s in trajectory.steps}
 
 
+def call_positions(trajectory: Trajectory) -> dict[str, int]:
+    """Call id -> index of the message that answered it (its tool message), or of the assistant
+    message that emitted it when no answer is recorded.
+
+    `StepRecord.turn` counts user turns, not messages: a check that needs to know what was said
+    after a step must locate the step in the message list by its call id, as here."""
+    positions: dict[str, int] = {}
+    for index, message in enumerate(trajectory.messages):
+        for call in message.tool_calls:
+            positions.setdefault(call.id, index)
+        if message.role == "tool" and message.tool_call_id:
+            positions[message.tool_call_id] = index
+    return positions
+
+
 def text_turns(trajectory: Trajectory, role: str) -> list[tuple[int, str]]:
     """(message index, text) of every message of `role` that says something."""
     return [

@@ -16,12 +16,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from trajforge.generators.plugins import PluginError, is_plugin_path, load_object
+from trajforge.verifiers.degenerate import DegenerateTurnsFilter
 from trajforge.verifiers.grounding import GroundedClaimsFilter
 from trajforge.verifiers.hallucination import HallucinatedValuesFilter
 from trajforge.verifiers.loops import LoopsFilter
 from trajforge.verifiers.outcome_told import OutcomeToldFilter
 from trajforge.verifiers.policy import PolicyFilter
 from trajforge.verifiers.protocol import TrajectoryFilter, conformance_problems
+from trajforge.verifiers.role_embedding import RoleByMeaningFilter
 from trajforge.verifiers.signatures import AnswerBeforeEvidenceFilter
 from trajforge.verifiers.structural import AgentToolCallsFilter, NarratedActionsFilter
 from trajforge.verifiers.user_fidelity import UserFidelityFilter
@@ -37,12 +39,23 @@ FILTERS: MappingProxyType[str, type[Any]] = MappingProxyType(
             HallucinatedValuesFilter,
             LoopsFilter,
             UserFidelityFilter,
+            DegenerateTurnsFilter,
             PolicyFilter,
             OutcomeToldFilter,
             GroundedClaimsFilter,
         )
     }
 )
+
+
+#: Built-in filters a config must name to run (not in `DEFAULT_FILTERS`): they load a model.
+OPT_IN_FILTERS: MappingProxyType[str, type[Any]] = MappingProxyType(
+    {cls.name: cls for cls in (RoleByMeaningFilter,)}
+)
+
+
+def _builtin(name: str) -> type[Any] | None:
+    return FILTERS.get(name) or OPT_IN_FILTERS.get(name)
 
 
 class FilterSpec(BaseModel):
@@ -74,12 +87,14 @@ class FilterSpec(BaseModel):
         if self.name is not None:
             if is_plugin_path(self.name):
                 raise ValueError(f"{self.name!r} is a dotted path: write it as `path:`")
-            if self.name not in FILTERS:
+            cls = _builtin(self.name)
+            if cls is None:
                 raise ValueError(
                     f"unknown filter {self.name!r}; built-in filters: {', '.join(FILTERS)} "
-                    "(or name your own class with `path: package.module:Class`)"
+                    f"(opt-in: {', '.join(OPT_IN_FILTERS)}; or name your own class with "
+                    "`path: package.module:Class`)"
                 )
-            return FILTERS[self.name]
+            return cls
         assert self.path is not None
         try:
             cls = load_object(self.path)

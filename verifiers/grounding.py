@@ -13,22 +13,21 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from trajforge.generators.policy_rules import ClaimTypes
 from trajforge.generators.tooling import domain_option
+from trajforge.generators.value_grammar import address_keys, addresses_in
+from trajforge.generators.values import normalise, whole_token_in
 from trajforge.schemas import Message, RejectionReason, Trajectory
+from trajforge.verifiers.claims import ActionClaim, action_claims
 from trajforge.verifiers.dialogue import result_object, steps_by_call
 from trajforge.verifiers.protocol import FilterContext, FilterModel
 from trajforge.verifiers.result import FilterResult
 
 _SENTENCE = re.compile(r"(?:[^.!?\n]|\.(?=\d))+")
-_PASSIVE = re.compile(
-    r"\b(?:has|have|had)\s+(?:now\s+|just\s+|successfully\s+)?been\s+([a-z]+ed)\b"
-    r"|\b(?:was|were)\s+(?:successfully\s+)?([a-z]+ed)\b",
-    re.IGNORECASE,
-)
 
 
 @dataclass
@@ -39,11 +38,15 @@ class _Seen:
     writes: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     texts: list[str] = field(default_factory=list)
     touched: set[str] = field(default_factory=set)
+    addresses: set[str] = field(default_factory=set)  # canonical keys (value_grammar)
+    all_writes: list[str] = field(default_factory=list)  # every successful write's tool
+    descriptions: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
 
 
 def _learn(seen: _Seen, message: Message, types: ClaimTypes, steps: dict) -> None:
     if message.role in ("user", "tool") and message.content:
         seen.texts.append(message.content.lower())
+        seen.addresses |= address_keys(message.content)
     for call in message.tool_calls:
         obj = call.arguments.get(types.object_key)
         if isinstance(obj, str):
@@ -51,17 +54,47 @@ def _learn(seen: _Seen, message: Message, types: ClaimTypes, steps: dict) -> Non
         step = steps.get(call.id)
         if step is None:
             continue
+        if step.mutating and step.error is None:
+            seen.all_writes.append(call.name.lower())
         result = result_object(step)
         if isinstance(result, dict) and isinstance(result.get(types.object_key), str):
             key = result[types.object_key]
+            seen.descriptions[key] |= set(_described(result, types.description_fields))
             if types.status_field in result:
                 seen.statuses[key].add(str(result[types.status_field]).lower())
             if step.mutating and step.error is None:
                 seen.writes[key].append(call.name.lower())
 
 
+def _described(node: object, fields: tuple[str, ...]) -> Iterator[str]:
+    """Lower-cased texts under `fields` anywhere in a result (an order's item names)."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k in fields and isinstance(v, str) and len(v) >= 3:
+                yield normalise(v)
+            else:
+                yield from _described(v, fields)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _described(v, fields)
+
+
+def _bound(claim: ActionClaim, seen: _Seen) -> tuple[str, ...]:
+    """The ids a claim names, or else the objects its clause describes ("the Coffee Maker")."""
+    if claim.objects:
+        return claim.objects
+    clause = normalise(claim.clause)
+    return tuple(
+        sorted(
+            o
+            for o, names in seen.descriptions.items()
+            if any(whole_token_in(n, clause) for n in names)
+        )
+    )
+
+
 def _sentence_problems(
-    sentence: str, objects: list[str], seen: _Seen, types: ClaimTypes, verbs: dict
+    sentence: str, objects: list[str], seen: _Seen, types: ClaimTypes
 ) -> list[str]:
     """Problems of one sentence about `objects` (the ones it names, or else every object the
     context could mean: a claim must hold for at least one of them)."""
@@ -72,18 +105,33 @@ def _sentence_problems(
             status in seen.statuses[obj] for obj in objects
         ):
             problems.append(f"{' / '.join(objects) or 'no object'} is not '{status}'")
-    for match in _PASSIVE.finditer(sentence):
-        verb = (match.group(1) or match.group(2)).lower()
-        stems = verbs.get(verb)
-        if stems is None:
-            continue
-        done = [name for obj in objects for name in seen.writes[obj]]
-        if not any(stem in name for name in done for stem in stems or ("",)):
-            problems.append(f"'{match.group(0)}' on {' / '.join(objects)} without that write")
     if types.address_pattern:
         for address in re.findall(types.address_pattern, sentence):
             if not any(address.lower() in t for t in seen.texts):
                 problems.append(f"address '{address}' never shown")
+    if types.addresses:
+        for address in addresses_in(sentence):
+            if address.key not in seen.addresses:
+                problems.append(f"address '{address.text}' never shown")
+    return list(dict.fromkeys(problems))
+
+
+def _claim_problems(text: str, types: ClaimTypes, seen: _Seen, verbs: dict) -> list[str]:
+    """Each action the text claims (claims.py) must be backed by a successful write of that
+    kind on the object it names: "I have also returned order #W2" needs a return on #W2, not
+    on #W1. An unbound claim (no id named) needs such a write on any object."""
+    problems = []
+    for claim in action_claims(text, verbs, types.object_pattern):
+        stems = verbs.get(claim.verb, ())
+        if claim.passive and not stems:
+            continue  # "was placed on May 3", "was processed": a generic verb describes a state
+        objects = _bound(claim, seen)
+        done = (
+            [name for obj in objects for name in seen.writes[obj]] if objects else seen.all_writes
+        )
+        if not any(stem in name for name in done for stem in stems or ("",)):
+            on = " / ".join(objects) or "any object"
+            problems.append(f"'{claim.clause}' claims {claim.verb} on {on} without that write")
     return problems
 
 
@@ -94,8 +142,8 @@ def _message_problems(text: str, types: ClaimTypes, seen: _Seen, verbs: dict) ->
     for sentence in _SENTENCE.findall(text):
         named = re.findall(types.object_pattern, sentence)
         objects = named or sorted(seen.touched)
-        problems += _sentence_problems(sentence, objects, seen, types, verbs)
-    return problems
+        problems += _sentence_problems(sentence, objects, seen, types)
+    return problems + _claim_problems(text, types, seen, verbs)
 
 
 def ungrounded_claims(

@@ -2,9 +2,10 @@
 the customer, and whether the speaking user is the persona.
 
 Measured over exported chat messages (the `messages_json` view) so the numbers describe what a
-model is trained on. A sentence is compared with its entity values replaced by placeholders
-(`#W1234567` -> `<id>`, `54.90` -> `<num>`), so a template that differs only in values counts as
-one sentence.
+model is trained on. A sentence is compared with its entity values and names replaced by
+placeholders (`#W1234567`, `54.90` -> `<v>`; "Dario Marlowe", the vocative "Thanks, Joss," ->
+`<name>`), so a template that differs only in values or in whose name it carries counts as one
+sentence: six rows whose user only says their own name are one shape, not six.
 """
 
 from __future__ import annotations
@@ -31,9 +32,16 @@ class Readability:
     rows_with_json_in_text: int
 
 
+#: Two or more capitalised words in a row (a full name, a product name), or one capitalised word
+#: addressed between commas ("I hope that helps, Joss, anything else?").
+_NAME = re.compile(r"\b[A-Z][a-z'-]+(?:\s+[A-Z][a-z'-]+)+\b|(?<=, )[A-Z][a-z'-]+(?=[,.!?])")
+
+
 def template_of(sentence: str) -> str:
-    """The sentence with values (anything with a digit) replaced by `<v>`, case folded."""
-    return " ".join(_VALUE.sub("<v>", sentence).lower().split())
+    """The sentence with values (anything with a digit) replaced by `<v>` and names by
+    `<name>`, case folded."""
+    masked = _NAME.sub("<name>", _VALUE.sub("<v>", sentence))
+    return " ".join(masked.lower().split())
 
 
 def _texts(messages: Sequence[dict]) -> list[str]:

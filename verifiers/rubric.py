@@ -70,6 +70,11 @@ RUBRIC: Rubric = MappingProxyType(
                 "Did the user reveal only information its scenario allows and invent nothing?",
             ),
             ("followed_instructions", "Did the user follow its scenario instructions?"),
+            (
+                "lived_only_its_scenario",
+                "Did the user state only facts and events its scenario and persona contain (no "
+                "answer the agent had to look up, no past event or detail made up)?",
+            ),
         ),
     }
 )

@@ -166,8 +166,11 @@ class MicroBatcher:
             return entry[0]
 
     async def _run(self, queue: asyncio.Queue[_Pending]) -> None:
-        while True:
-            batch = [await queue.get()]
+        """Answer batches until the queue is empty, then end (the next `submit` starts a new
+        worker): an idle batcher holds no pending task, which asyncio would report ("Task was
+        destroyed but it is pending!") when a client is dropped, e.g. after each evaluation."""
+        while not queue.empty():
+            batch = [queue.get_nowait()]
             await asyncio.sleep(self.window_s)
             while len(batch) < self.max_batch_size and not queue.empty():
                 batch.append(queue.get_nowait())

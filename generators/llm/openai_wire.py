@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from trajforge.generators.llm.redact import redact
+from trajforge.generators.llm.redact import ERROR_BODY_CHARS, bounded, redact
 from trajforge.generators.llm.toolcall_text import parse_arguments
 from trajforge.schemas import ChatResponse
 from trajforge.schemas.llm import FinishReason
@@ -66,7 +66,8 @@ def status_failure(status: int, headers: Mapping[str, str], body: str) -> Failur
     else:
         cause = f"http_{status}"
     retryable = status in RETRYABLE_STATUS or status >= 500
-    return Failure(f"HTTP {status}", retryable, cause, parse_retry_after(headers), redact(body))
+    detail = bounded(redact(body), ERROR_BODY_CHARS)
+    return Failure(f"HTTP {status}", retryable, cause, parse_retry_after(headers), detail)
 
 
 def decode_body(raw: bytes) -> Any:

@@ -50,3 +50,18 @@ def redact(text: str) -> str:
     for shape in _SHAPES:
         text = shape.sub(lambda m: m.group(1) + REDACTED, text)
     return text
+
+
+#: What an HTTP error body keeps (the status says what failed; a proxy's 5 MB HTML page or a
+#: body echoing the whole request says nothing more and would be copied into every dead letter).
+ERROR_BODY_CHARS = 1_000
+
+
+def bounded(text: str, limit: int) -> str:
+    """`text` cut to about `limit` characters, head and tail kept (an error's cause is often at
+    the end of a traceback), with how much was cut said in the middle. Redact before cutting:
+    a secret cut in two would no longer match."""
+    if len(text) <= limit:
+        return text
+    half = max(limit // 2, 1)
+    return f"{text[:half]} ...[{len(text) - 2 * half} characters cut]... {text[-half:]}"

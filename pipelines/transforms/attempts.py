@@ -130,19 +130,21 @@ class WriteDifficulty(beam.PTransform):
         self.k = k
 
     def expand(self, labelled):
-        (
-            labelled
-            | "Rows" >> beam.Map(lambda t: TaskDifficultyRow.of(t).to_json())
-            | "WriteRows"
-            >> beam.io.WriteToText(
-                io.join(self.run_dir, io.DIFFICULTY_DIR, io.DIFFICULTY_DIR),
-                file_name_suffix=".jsonl",
-                shard_name_template="-SSSSS-of-NNNNN",
-            )
-        )
+        gathered = labelled | "Gather" >> beam.combiners.ToList()
+        gathered | "WriteRows" >> beam.Map(_write_rows, self.run_dir)
         return (
-            labelled
-            | "Gather" >> beam.combiners.ToList()
+            gathered
             | "Summary" >> beam.Map(_summary_json, self.k)
-            | "Write" >> WriteTextFile(io.join(self.run_dir, io.DIFFICULTY_FILE))
+            | "Write" >> WriteTextFile(io.DIFFICULTY_FILE, self.run_dir)
         )
+
+
+def _write_rows(labelled, run_dir: str) -> str:
+    """difficulty/difficulty-00000-of-00001.jsonl, lines sorted (a retry writes the same
+    bytes), written as the run's own file (`ownership.create`): Beam's `WriteToText` renamed
+    files the run's ledger never saw. The summary gathers the same records on one worker."""
+    from trajforge.pipelines import ownership
+
+    lines = sorted(TaskDifficultyRow.of(t).to_json() for t in labelled)
+    name = f"{io.DIFFICULTY_DIR}/{io.DIFFICULTY_DIR}-00000-of-00001.jsonl"
+    return ownership.write_text(run_dir, name, "".join(line + "\n" for line in lines))

@@ -136,5 +136,5 @@ class Diversity(beam.PTransform):
             tally
             | "DiversityJson"
             >> beam.Map(diversity_json, sample, cfg, self.with_embeddings, self.domain_names)
-            | "WriteDiversity" >> WriteTextFile(io.join(self.run_dir, io.DIVERSITY_FILE))
+            | "WriteDiversity" >> WriteTextFile(io.DIVERSITY_FILE, self.run_dir)
         )

@@ -18,7 +18,7 @@ from collections import Counter
 
 import apache_beam as beam
 
-from trajforge.pipelines import io
+from trajforge.pipelines import io, ownership
 from trajforge.pipelines.transforms.text_file import WriteTextFile
 from trajforge.schemas import Record
 
@@ -61,7 +61,7 @@ def write_shard(group, run_dir: str, sub: str) -> ShardSummary:
     (shard, shards), entries = group
     entries = sorted(entries)
     name = shard_file(sub, shard, shards)
-    with io.FileSystems.create(io.join(run_dir, sub, name)) as f:
+    with ownership.create(run_dir, f"{sub}/{name}") as f:
         for _, line in entries:
             f.write(line.encode("utf-8") + b"\n")
     counts = Counter((stage, reason) for (stage, reason), _ in entries)
@@ -107,7 +107,7 @@ class WriteShardedJsonl(beam.PTransform):
             | "GroupByShard" >> beam.GroupByKey()
             | "WriteShard" >> beam.Map(write_shard, run_dir, sub)
             | "Summaries" >> beam.CombineGlobally(SummaryJson())  # "{}"-like for no shards
-            | "WriteSummary" >> WriteTextFile(io.join(run_dir, sub, io.JSONL_SUMMARY_FILE))
+            | "WriteSummary" >> WriteTextFile(f"{sub}/{io.JSONL_SUMMARY_FILE}", run_dir)
         )
 
 

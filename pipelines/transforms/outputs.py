@@ -93,9 +93,10 @@ def plan_json(plan: splits.SplitPlan, items: list[splits.SplitKeys]) -> str:
 class WriteOutputs(beam.PTransform):
     """DatasetRecords -> leakage-guarded splits -> data/ and views/<name>/ Parquet shards."""
 
-    def __init__(self, run_dir: str, config: BuildConfig):
+    def __init__(self, run_dir: str, config: BuildConfig, staging: str = ""):
         super().__init__()
         self.run_dir = run_dir
+        self.staging = staging
         out = config.output
         self.outputs = (shards.CANONICAL, *out.views)
         self.fractions = out.splits.model_dump(include={"train", "validation", "golden"})
@@ -134,14 +135,14 @@ class WriteOutputs(beam.PTransform):
             plan
             | "SplitsReport"
             >> beam.Map(lambda p, g: plan_json(p, g[0]), beam.pvalue.AsSingleton(gathered))
-            | "WriteSplitsReport" >> WriteTextFile(io.join(self.run_dir, io.SPLITS_FILE))
+            | "WriteSplitsReport" >> WriteTextFile(io.SPLITS_FILE, self.run_dir)
         )
         (  # one keying, one GroupByKey and one writer for every output: the local runner pays
             # set-up per transform and per fused stage, and five outputs had five of each
             records
             | "KeyRows" >> beam.FlatMap(_keyed_rows, self.outputs, beam.pvalue.AsSingleton(plan))
             | "GroupShards" >> beam.GroupByKey()
-            | "WriteShards" >> beam.Map(_write, self.run_dir)
+            | "WriteShards" >> beam.Map(_write, self.run_dir, self.staging)
         )
         return records
 
@@ -158,8 +159,12 @@ def _keyed_rows(record: DatasetRecord, outputs: tuple[str, ...], plan: splits.Sp
             yield (output, split, shard, n), row
 
 
-def _write(group: tuple[tuple[str, str, int, int], list], run_dir: str) -> str:
+def _write(group: tuple[tuple[str, str, int, int], list], run_dir: str, base: str) -> str:
+    """One shard, into the run's staging folder `base` (renamed to `data/`, `views/` when the
+    build ends, so no reader sees a split still being written); `base` "": straight into
+    `data/` and `views/` (the transform used on its own, in tests)."""
     (output, split, shard, n), rows = group
-    path = shards.shard_path(run_dir, output, split, shard, n)
-    shards.write_shard(path, list(rows), shards.features_of(output))
-    return path
+    rel = shards.shard_rel(output, split, shard, n)
+    rel = f"{base}/{rel}" if base else rel
+    shards.write_shard(rel, list(rows), shards.features_of(output), run_dir)
+    return io.join(run_dir, rel)

@@ -71,16 +71,23 @@ def rejection_for(stage: Stage, element: Any, err: Rejected) -> Rejection:
     )
 
 
+#: Bounds of a dead letter's error text and traceback (characters, after redaction): the
+#: element is kept whole, the error only says why (an error echoing a megabyte-long server
+#: body was copied whole into every dead letter, issue 28).
+DEAD_LETTER_ERROR_CHARS = 2_000
+DEAD_LETTER_TRACEBACK_CHARS = 8_000
+
+
 def dead_letter_for(stage: Stage, element: Any, err: BaseException, tb: str) -> DeadLetter:
     """The dead letter keeps the element whole; error text is redacted (a server may echo the
-    request's Authorization header into its error body)."""
-    from trajforge.generators.llm.redact import redact
+    request's Authorization header into its error body), then bounded."""
+    from trajforge.generators.llm.redact import bounded, redact
 
     return DeadLetter(
         record_id=record_id_of(element),
         stage=stage,
-        error=redact(f"{type(err).__name__}: {err}"),
-        traceback=redact(tb),
+        error=bounded(redact(f"{type(err).__name__}: {err}"), DEAD_LETTER_ERROR_CHARS),
+        traceback=bounded(redact(tb), DEAD_LETTER_TRACEBACK_CHARS),
         element_json=element_json(element),
     )
 

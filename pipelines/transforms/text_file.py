@@ -16,19 +16,27 @@ import apache_beam as beam
 from trajforge.pipelines import io
 
 
-def write_line(text: str, path: str) -> str:
-    """`text` + newline into `path` (parent folders created); the path, for tests and joins."""
-    io.write_text(path, text + "\n")
-    return path
+def write_line(text: str, path: str, run_dir: str | None = None) -> str:
+    """`text` + newline into `path` (parent folders created); the path, for tests and joins.
+    With `run_dir`, `path` is relative to it and the file is the run's (`ownership.create`:
+    recorded, written under a temporary name, renamed into place)."""
+    if run_dir is None:
+        io.write_text(path, text + "\n")
+        return path
+    from trajforge.pipelines import ownership
+
+    return ownership.write_text(run_dir, path, text + "\n")
 
 
 class WriteTextFile(beam.PTransform):
     """A one-element PCollection of str -> the file `path` (nothing is written for no element:
-    callers feed it the output of a global combine, which always has one)."""
+    callers feed it the output of a global combine, which always has one). `run_dir`: `path`
+    is one of that run's files, relative to it."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, run_dir: str | None = None):
         super().__init__()
         self.path = path
+        self.run_dir = run_dir
 
     def expand(self, texts):
-        return texts | "WriteFile" >> beam.Map(write_line, self.path)
+        return texts | "WriteFile" >> beam.Map(write_line, self.path, self.run_dir)

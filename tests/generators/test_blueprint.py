@@ -237,3 +237,39 @@ def test_retail_blueprint_looks_an_order_up_right_after_the_user_names_it():
             if first_said < at:  # named for this lookup, not for an earlier one of the same order
                 looked_up += messages[at - 1].role == "user" and order in messages[at - 1].content
     assert looked_up >= 6
+
+
+class FailingEndpoint:
+    """Every call fails after a short wait, two in flight at a time (like a client's limit)."""
+
+    def __init__(self):
+        self.calls = 0
+        self.gate = None
+
+    async def complete(self, request):
+        from trajforge.schemas import LLMError
+
+        self.gate = self.gate or asyncio.Semaphore(2)
+        async with self.gate:
+            self.calls += 1
+            await asyncio.sleep(0.01)
+            raise LLMError("HTTP 500 from the endpoint")
+
+
+def test_a_failed_element_stops_paying(toy_task, toy_domain, provenance):
+    """One failed utterance fails the element: the others are cancelled, not sent. The loop
+    lives on after the element failed, as a worker's does (asyncio.run would cancel orphans)."""
+    from trajforge.schemas import LLMError
+
+    _, calls = execute_skeleton(toy_task, toy_domain)
+    utterances = sum(1 for i in plan_blueprint(toy_task, calls) if hasattr(i, "speaker"))
+    llm = FailingEndpoint()
+
+    async def element_then_more_work():
+        with pytest.raises(LLMError):
+            await run_blueprint(toy_task, toy_domain, llm, model="m", seed=3, provenance=provenance)
+        await asyncio.sleep(0.2)  # the worker's loop goes on with other elements
+
+    asyncio.run(element_then_more_work())
+    # the two in flight, and at most the two let in as they failed; before: every utterance
+    assert utterances >= 6 and llm.calls <= 4

@@ -114,6 +114,25 @@ def test_terminations(toy_task, toy_domain, provenance):
     assert_valid_tool_use(traj.messages)
 
 
+class FloodingAgent:
+    """500 tool calls in one turn."""
+
+    async def act(self, messages, tools, seed):
+        calls = tuple(
+            ToolCall(id=f"c{i}", name="get_account", arguments={"account_id": "#A1001"})
+            for i in range(500)
+        )
+        return AgentTurn(Message(role="assistant", tool_calls=calls))
+
+
+def test_calls_past_the_step_limit_collapse_to_one_message(toy_task, toy_domain, provenance):
+    traj = rollout(toy_task, toy_domain, FloodingAgent(), ChattyUser(), provenance, max_steps=6)
+    assert traj.termination == "max_steps" and len(traj.steps) == 6
+    limit = [m for m in traj.messages if "step limit" in (m.content or "")]
+    assert len(limit) == 1 and "493 further calls of this turn dropped" in limit[0].content
+    assert_valid_tool_use(traj.messages)
+
+
 def test_transfer_tool_ends_rollout(toy_task, toy_domain, provenance):
     call = ToolCall(id="t", name="transfer_to_human_agents", arguments={"summary": "help"})
     llm = ScriptedLLM(replies=[Message(role="assistant", tool_calls=(call,))])

@@ -178,10 +178,11 @@ def test_calibrate_reports_judge_agreement_with_outcome(tmp_path, capsys):
     assert build(failing, tmp_path / "f") == 0
     assert build(passing, tmp_path / "p") == 0
 
-    assert main(["calibrate", "--run", str(tmp_path / "f")]) == 0
+    assert main(["calibrate", "--run", str(tmp_path / "f")]) == 1  # meaningless: says so
     bad = json.loads((tmp_path / "f" / "calibration.json").read_text())
     assert bad["n"] > 0 and bad["false_positive"] == bad["n"] and bad["true_positive"] == 0
-    assert bad["accuracy"] == 0.0
+    assert bad["problem"].startswith("degenerate: all outcomes failed")
+    assert "error: degenerate: all outcomes failed" in capsys.readouterr().err
 
     assert main(["calibrate", "--run", str(tmp_path / "p"), "--limit", "5"]) == 0
     good = json.loads((tmp_path / "p" / "calibration.json").read_text())

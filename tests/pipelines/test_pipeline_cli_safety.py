@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from trajforge.pipelines import ownership
 from trajforge.pipelines.cli import main
 from trajforge.pipelines.run_dir import RUN_MARKER, prepare_run_dir
 
@@ -69,12 +70,16 @@ def test_overwrite_deletes_only_what_a_run_wrote_and_keeps_the_cache(tmp_path, c
     assert run(capsys, "--config", str(cfg), "--output", str(out))[0] == 0
     assert (out / RUN_MARKER).exists() and (out / "cache" / "responses.sqlite").exists()
     (out / "my-notes.txt").write_text("mine")  # added by the user after the run
-    stale = out / "data" / "stale.parquet"
+    stale = out / "data" / "stale.parquet"  # the user's, in the folder the build replaces
     stale.write_text("x")
+    code, err = run(capsys, "--config", str(cfg), "--output", str(out), "--overwrite")
+    one_line_error(code, err, "data/stale.parquet", "did not write")
+    assert stale.read_text() == "x"
+    stale.unlink()
     cache_size = (out / "cache" / "responses.sqlite").stat().st_size
     code, err = run(capsys, "--config", str(cfg), "--output", str(out), "--overwrite")
     assert code == 0, err
-    assert (out / "my-notes.txt").read_text() == "mine" and not stale.exists()
+    assert (out / "my-notes.txt").read_text() == "mine"
     assert (out / "cache" / "responses.sqlite").stat().st_size >= cache_size
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["tokens"]["cached_calls"] == manifest["tokens"]["llm_calls"] > 0  # free rerun
@@ -87,12 +92,14 @@ def test_overwrite_deletes_only_what_a_run_wrote_and_keeps_the_cache(tmp_path, c
 
 def test_resume_clears_stale_progress(tmp_path):
     out = tmp_path / "run"
-    (out / "_progress").mkdir(parents=True)
+    out.mkdir()
+    ownership.start(str(out), "h")
+    ownership.ensure_dir(str(out), "_progress")
+    ownership.record(str(out), ["_progress/123.json"])
     (out / "_progress" / "123.json").write_text(json.dumps({"split.kept": 72}))
-    (out / RUN_MARKER).write_text(json.dumps({"config_hash": "h"}))
     prepare_run_dir(str(out), "h", resume=True, overwrite=False)
     assert not (out / "_progress").exists()
-    assert json.loads((out / RUN_MARKER).read_text())["config_hash"] == "h"
+    assert ownership.header(str(out))["config_hash"] == "h"
 
 
 def test_missing_api_key_is_caught_before_the_run(tmp_path, capsys, monkeypatch):

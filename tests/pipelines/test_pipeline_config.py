@@ -2,6 +2,7 @@ import textwrap
 
 import pytest
 
+from trajforge.pipelines import ownership
 from trajforge.pipelines.cli import main
 from trajforge.pipelines.config import ConfigError, load_config
 
@@ -74,7 +75,7 @@ def test_cli_refuses_nonempty_output_without_resume_or_overwrite(tmp_path, capsy
     out = tmp_path / "out"
     out.mkdir()
     (out / "something.txt").write_text("x")
-    (out / ".trajforge-run").write_text("{}")  # a previous run
+    ownership.start(str(out), "h")  # a previous run
     code = main(["build", "--config", str(write(tmp_path, GOOD)), "--output", str(out)])
     assert code == 2
     err = capsys.readouterr().err

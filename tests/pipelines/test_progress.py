@@ -4,6 +4,7 @@ import io
 import json
 import time
 
+from trajforge.pipelines import ownership
 from trajforge.pipelines.progress import PROGRESS_DIR, ProgressReporter, StageProgress
 
 COUNTERS = {
@@ -34,9 +35,10 @@ def test_stage_progress_counts_each_stage_and_moves_before_anything_is_kept():
 
 
 def write_tally(run_dir, counts):
-    folder = run_dir / PROGRESS_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "1.json").write_text(json.dumps(counts))
+    """As a worker's tally does: recorded as the run's (so the reporter may delete it)."""
+    ownership.ensure_dir(str(run_dir), PROGRESS_DIR)
+    ownership.record(str(run_dir), [f"{PROGRESS_DIR}/1.json"])
+    (run_dir / PROGRESS_DIR / "1.json").write_text(json.dumps(counts))
 
 
 def test_plain_mode_writes_a_few_short_lines(tmp_path):

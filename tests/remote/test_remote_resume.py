@@ -25,7 +25,7 @@ TASKS = 200  # ~2,000 calls, ~25 s with one remote worker: time to kill it part-
 
 def cached_responses(run: Path) -> int:
     root = run / "cache" / "responses"
-    return sum(1 for p in root.glob("*/*.json") if not p.name.startswith(".tmp-"))
+    return sum(1 for p in root.glob("*/*.json") if not p.name.startswith("."))
 
 
 def start_and_kill(config: Path, run: Path, args: list[str], after: int) -> int:

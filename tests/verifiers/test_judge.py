@@ -190,6 +190,14 @@ def test_kappa_edge_cases():
     assert calibrate([_judged(True, 1.0), _judged(False, 0.0)]).warning == ""
 
 
+def test_meaningless_figures_are_named():
+    nothing = calibrate([_judged(True, None), _judged(False, None)])
+    assert nothing.n == 0 and nothing.problem.startswith("nothing graded")
+    failed = calibrate([_judged(False, 1.0)] * 3)  # every outcome failed, the judge passes all
+    assert failed.problem.startswith("degenerate: all outcomes failed")
+    assert calibrate([_judged(True, 1.0), _judged(False, 0.0)]).problem == ""
+
+
 def test_plugin_rubric_grades_its_own_axes():
     from trajforge.generators.llm.responders import judge_approves
 

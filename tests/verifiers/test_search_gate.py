@@ -230,7 +230,9 @@ def test_a_user_turn_naming_the_answer_is_refused_unless_the_agent_said_it(
     leak = gold_script(task)
     leak[0] = User(f"{leak[0].text} My friend thinks it is {case['answer']}.")
     verdict = gate_verdict(play_script(task, domain, leak), domain, filters)
-    assert "user_hallucination" in {r.reason for r in verdict.reasons}
+    # the search domain's own check says user_hallucination; the generic answer-words check
+    # (issue 27) may refuse the same turn first as user_states_answer
+    assert {r.reason for r in verdict.reasons} & {"user_hallucination", "user_states_answer"}
     echo = gold_script(task)
     echo[-1] = User(f"{case['answer']}, great. Thank you, that is all. ###STOP###")
     assert gate_verdict(play_script(task, domain, echo), domain, filters).kept

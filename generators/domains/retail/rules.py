@@ -41,5 +41,6 @@ RETAIL_CLAIMS = ClaimTypes(
         "return requested",
         "exchange requested",
     ),
-    address_pattern=r"\b\d{1,6} [A-Z][a-z]+(?: [A-Z][a-z]+)* (?:St|Ave|Ln|Rd|Dr|Blvd|Way|Ct|Pl)\b",
+    addresses=True,  # full and abbreviated street types, by the value grammar
+    description_fields=("name",),  # "the Coffee Maker I returned" -> the order holding it
 )

@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from types import MappingProxyType
+from typing import get_args
 
 from trajforge.generators.domain_kit import (
     Opening,
@@ -24,7 +25,7 @@ from trajforge.generators.domain_kit import (
     synthesize,
 )
 from trajforge.generators.domains.retail import scenario
-from trajforge.generators.domains.retail.data_model import RetailState
+from trajforge.generators.domains.retail.data_model import OrderStatus, RetailState
 from trajforge.generators.domains.retail.subgoals import SUBGOAL_BUILDERS
 from trajforge.generators.tooling import Toolbox
 from trajforge.generators.vocabulary import DomainVocabulary, with_generic_verbs
@@ -47,6 +48,7 @@ VOCABULARY = DomainVocabulary(
             "refunded": ("refund", "return", "cancel"),
         }
     ),
+    answer_words=get_args(OrderStatus),  # a customer can't know the status before it's looked up
 )
 
 

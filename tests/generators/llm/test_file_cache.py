@@ -40,3 +40,15 @@ def test_remote_run_dirs_keep_their_cache_inside_the_run_dir():
     assert (local.store, local.path) == ("sqlite", "/data/run/cache/responses.sqlite")
     forced = cache_location("/data/run", "files")
     assert (forced.store, forced.path) == ("files", "/data/run/cache/responses")
+
+
+def test_a_builds_response_files_are_recorded_as_the_runs_own(tmp_path):
+    """--overwrite / --clear-cache delete only recorded paths: every response file is one."""
+    from trajforge.pipelines import ownership
+
+    run = str(tmp_path / "run")
+    cache = cache_location(run, "files").open()
+    key = "ef" + "2" * 62
+    cache.put(key, response("y"))
+    assert cache.get(key) == response("y")
+    assert f"cache/responses/ef/{key}.json" in ownership.recorded(run)

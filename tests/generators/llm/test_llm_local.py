@@ -123,3 +123,20 @@ def test_batcher_serves_several_loops_and_local_llm_pickles():
     llm = LocalLLM(max_batch_size=2)
     restored = pickle.loads(pickle.dumps(llm))
     assert restored.max_batch_size == 2 and restored.model == LOCAL_MODEL_NAME
+
+
+def test_an_idle_batcher_leaves_no_pending_worker_task():
+    """Clients are dropped after an evaluation; a worker task left waiting on its queue is
+    reported by asyncio when collected ("Task was destroyed but it is pending!")."""
+    from trajforge.generators.llm.concurrency import run_all
+
+    def generate(requests):
+        return [ChatResponse(message=Message(role="assistant", content="ok"), model="m")] * len(
+            requests
+        )
+
+    batcher = MicroBatcher(generate, max_batch_size=2, window_s=0.001)
+    for _ in range(2):  # a second burst starts a new worker
+        replies = run_all([batcher.submit(request(f"r{i}")) for i in range(5)], max_in_flight=5)
+        assert [r.message.content for r in replies] == ["ok"] * 5
+        assert all(task.done() for _, task in batcher._per_loop.values())
