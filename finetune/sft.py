@@ -10,7 +10,14 @@ markers, i.e. a patched template per family (it ships them for some families onl
 Llama 3.1 tool use or Hermes), and its Qwen3 markers also train the newline after each
 `<|im_end|>`, a token the model never generates (tests/finetune/test_trl_masks.py). Here the
 mask comes from the prefix-diff of the pinned real template for every family, and the step loss
-is the exact mean over the step's trained tokens across accumulation.
+is the exact mean over the step's trained tokens across accumulation and processes. It is also
+faster than SFTTrainer on benchmarks/sft_bench.py with the same threads and timer scope (a
+tiny model, so that measures per-step overhead; see benchmarks/README.md).
+
+Multi-GPU: under a launcher the loop runs through accelerate (distributed.py), so
+`accelerate launch --num_processes N -m trajforge.pipelines.cli finetune sft ...` trains
+data-parallel (DDP): a step is grad_accum x N micro-batches, each process takes every N-th,
+and process 0 writes the metrics, checkpoints and model.
 """
 
 from __future__ import annotations
@@ -27,12 +34,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from trajforge.finetune import families
-from trajforge.finetune.batching import Batch, micro_batches, truncate
+from trajforge.finetune.batching import Batch, micro_batches, share_of_step, truncate
 from trajforge.finetune.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from trajforge.finetune.config import SFTConfig
+from trajforge.finetune.distributed import start_processes, sum_over_processes
 from trajforge.finetune.families import get_family
-from trajforge.finetune.loss import accumulate_step, mean_loss
-from trajforge.finetune.modeling import load_for_training, pick_device, save_final
+from trajforge.finetune.loss import backward_share, loss_sums
+from trajforge.finetune.modeling import load_for_training, save_final
 from trajforge.finetune.render import TemplateError, TokenizedSample, render_and_mask
 from trajforge.finetune.sources import has_split, load_training_conversations
 from trajforge.schemas import derive_seed
@@ -119,9 +127,10 @@ def tokenise_split(
 
 
 def step_schedule(
-    cfg: SFTConfig, samples: Sequence[TokenizedSample], pad_id: int
+    cfg: SFTConfig, samples: Sequence[TokenizedSample], pad_id: int, processes: int = 1
 ) -> Iterator[list[Batch]]:
-    """The optimizer steps' micro-batch groups, epoch after epoch: a pure function of the seed."""
+    """The optimizer steps' micro-batch groups (grad_accum per process), epoch after epoch: a
+    pure function of the seed, the same in every process."""
     for epoch in range(cfg.epochs):
         order = list(range(len(samples)))
         random.Random(derive_seed("sft", cfg.seed, epoch)).shuffle(order)
@@ -132,12 +141,15 @@ def step_schedule(
             batch_size=cfg.batch_size,
             pad_id=pad_id,
         )
-        for i in range(0, len(batches), cfg.grad_accum):
-            yield batches[i : i + cfg.grad_accum]
+        per_step = cfg.grad_accum * processes
+        for i in range(0, len(batches), per_step):
+            yield batches[i : i + per_step]
 
 
-def total_steps(cfg: SFTConfig, samples: Sequence[TokenizedSample], pad_id: int) -> int:
-    per_run = sum(1 for _ in step_schedule(cfg, samples, pad_id))
+def total_steps(
+    cfg: SFTConfig, samples: Sequence[TokenizedSample], pad_id: int, processes: int = 1
+) -> int:
+    per_run = sum(1 for _ in step_schedule(cfg, samples, pad_id, processes))
     return min(per_run, cfg.max_steps) if cfg.max_steps else per_run
 
 
@@ -158,17 +170,30 @@ def _write(output: Path, metrics: StepMetrics) -> None:
         f.write(json.dumps(metrics.model_dump(exclude_none=True)) + "\n")
 
 
+def _trained_share(micro: Sequence[Batch], rank: int, processes: int) -> tuple[list[Batch], int]:
+    """(this process's micro-batches of a step, the step's trained tokens over all processes).
+    Batches with nothing to train are left out before sharing, as one process always did."""
+    trained = [b for b in micro if b.num_trained]
+    total = sum(b.num_trained for b in trained)
+    return (share_of_step(trained, rank, processes) if trained else []), total
+
+
 def run_sft(cfg: SFTConfig) -> SFTResult:
-    """Train as configured; resumable from the latest checkpoint with `resume=True`."""
+    """Train as configured; resumable from the latest checkpoint with `resume=True`. In every
+    process of an `accelerate launch`; process 0 alone writes to the output directory."""
     import torch
     from tqdm import tqdm
 
+    world = start_processes()
+    main = world.is_main_process
+    rank, processes = world.process_index, world.num_processes
     output = Path(cfg.output)
     output.mkdir(parents=True, exist_ok=True)
     if not cfg.resume and (latest_checkpoint(output) or (output / METRICS_FILE).exists()):
         raise FileExistsError(f"{output} holds a previous run; pass --resume or a new --output")
+    world.wait_for_everyone()  # every process has looked before process 0 writes
     torch.manual_seed(cfg.seed)
-    device = pick_device()
+    device = str(world.device)
     family = resolve_family(cfg)
     model, tokenizer, precision = load_for_training(cfg, device)
     train, train_stats = tokenise_split(cfg, "train", tokenizer, family)
@@ -177,12 +202,13 @@ def run_sft(cfg: SFTConfig) -> SFTResult:
         if has_split(cfg.data, "validation")
         else ([], None)
     )
-    stats = [s.model_dump() for s in (train_stats, val_stats) if s is not None]
-    (output / "data.json").write_text(json.dumps(stats, indent=2))
+    if main:
+        stats = [s.model_dump() for s in (train_stats, val_stats) if s is not None]
+        (output / "data.json").write_text(json.dumps(stats, indent=2))
     if not train:
         raise ValueError(f"{cfg.data}: no trainable train conversations ({train_stats.dropped})")
     pad_id = tokenizer.pad_token_id
-    steps = total_steps(cfg, train, pad_id)
+    steps = total_steps(cfg, train, pad_id, processes)
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     scheduler = _scheduler(optimizer, cfg.warmup_steps, steps)
@@ -190,6 +216,8 @@ def run_sft(cfg: SFTConfig) -> SFTResult:
     checkpoint = latest_checkpoint(output) if cfg.resume else None
     if checkpoint is not None:
         start = load_checkpoint(checkpoint, model, optimizer, scheduler)
+    raw = model  # unwrapped: what is evaluated and saved
+    model, optimizer, scheduler = world.prepare(model, optimizer, scheduler)
     eval_batches = micro_batches(
         validation,
         packing=cfg.packing,
@@ -199,34 +227,46 @@ def run_sft(cfg: SFTConfig) -> SFTResult:
     )
 
     def evaluate(step: int) -> float | None:
+        """Each process evaluates every N-th validation batch; the sums are added up."""
         if not eval_batches:
             return None
-        model.eval()
-        value = mean_loss(model, eval_batches, device, precision)
-        model.train()
-        _write(output, StepMetrics(step=step, eval_loss=value))
+        raw.eval()
+        total, count = loss_sums(raw, eval_batches[rank::processes], device, precision)
+        raw.train()
+        total = sum_over_processes(world, total)
+        count = round(sum_over_processes(world, count))
+        value = total / count if count else float("nan")
+        if main:
+            _write(output, StepMetrics(step=step, eval_loss=value))
         return value
 
     model.train()
     losses: list[float] = []
     tokens_seen, started = 0, time.perf_counter()
-    bar = tqdm(total=steps, initial=start, desc="sft", unit="step", disable=not cfg.progress)
+    bar = tqdm(
+        total=steps, initial=start, desc="sft", unit="step", disable=not (cfg.progress and main)
+    )
     eval_loss = None
-    for step, micro in enumerate(step_schedule(cfg, train, pad_id), start=1):
+    for step, micro in enumerate(step_schedule(cfg, train, pad_id, processes), start=1):
         if step > steps:
             break
         if step <= start:
             continue
-        loss, trained = accumulate_step(model, micro, device, precision)
+        share, trained = _trained_share(micro, rank, processes)
+        loss = 0.0
+        if trained:
+            local = backward_share(model, share, trained, processes=processes,
+                                   sync=world, device=device, precision=precision)  # fmt: skip
+            loss = sum_over_processes(world, local) / trained
         if cfg.max_grad_norm:
-            torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+            world.clip_grad_norm_(params, cfg.max_grad_norm)
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
         losses.append(loss)
         tokens_seen += sum(b.num_tokens for b in micro)
         elapsed = time.perf_counter() - started
-        if step % cfg.log_every == 0 or step == steps:
+        if main and (step % cfg.log_every == 0 or step == steps):
             _write(
                 output,
                 StepMetrics(
@@ -243,13 +283,17 @@ def run_sft(cfg: SFTConfig) -> SFTResult:
         bar.set_postfix(loss=f"{loss:.3f}")
         if cfg.eval_every and step % cfg.eval_every == 0 and step < steps:
             evaluate(step)
-        if cfg.save_every and step % cfg.save_every == 0 and step < steps:
-            save_checkpoint(output, step, model, optimizer, scheduler)
+        if main and cfg.save_every and step % cfg.save_every == 0 and step < steps:
+            save_checkpoint(output, step, raw, optimizer, scheduler)
     bar.close()
     eval_loss = evaluate(steps)
-    save_checkpoint(output, steps, model, optimizer, scheduler)
+    if main:
+        save_checkpoint(output, steps, raw, optimizer, scheduler)
     elapsed = time.perf_counter() - started
-    model_dir = save_final(model, tokenizer, output, family, precision.save_dtype(cfg.model))
+    model_dir = output / "model"
+    if main:
+        model_dir = save_final(raw, tokenizer, output, family, precision.save_dtype(cfg.model))
+    world.wait_for_everyone()  # no process returns before the model is written
     return SFTResult(
         output=output,
         model_dir=model_dir,

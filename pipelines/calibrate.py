@@ -79,7 +79,7 @@ def _next_batch(in_flight) -> list:
 def calibrate_run(run_dir: str, limit: int | None = None, show_progress: bool = True) -> dict:
     import sys
 
-    from trajforge.generators.domains import get_domain
+    from trajforge.generators.run_domains import RunDomains
     from trajforge.pipelines.builders import build_judge
     from trajforge.pipelines.resources import shared_role_clients
     from trajforge.verifiers.calibration import calibrate
@@ -88,7 +88,7 @@ def calibrate_run(run_dir: str, limit: int | None = None, show_progress: bool = 
     clients = shared_role_clients(config, run_dir)
     settings = config.quality.judge.settings
     judge = build_judge(config, clients)
-    policies = {name: get_domain(name).policy for name in config.domain_names}
+    domains = RunDomains(config.domain_names)  # records name a plug-in by its short name
     trajectories = list(run_trajectories(run_dir, limit))
     if show_progress:
         print(
@@ -99,7 +99,9 @@ def calibrate_run(run_dir: str, limit: int | None = None, show_progress: bool = 
         )
 
     async def judged(t: Trajectory) -> Trajectory:
-        judgement = await judge.judge(t, policies[t.task.domain], derive_seed(t.id, "calibrate", 0))
+        judgement = await judge.judge(
+            t, domains.get(t.task.domain).policy, derive_seed(t.id, "calibrate", 0)
+        )
         return t.model_copy(update={"judgements": (*t.judgements, judgement)})
 
     results = judge_with_progress(

@@ -110,12 +110,23 @@ def _schema_section(run_dir: str, on_disk: dict[str, dict[str, list[str]]]) -> s
     return "\n\n".join(parts)
 
 
+#: The repo id the card's usage snippet loads until `trajforge publish --repo-id` names the real
+#: one (the build's display name is not a repo id).
+PLACEHOLDER_REPO_ID = "ORG/DATASET"
+
+
+#: Said next to the placeholder in the built card; gone from the card `publish` uploads.
+_PLACEHOLDER_NOTE = "  # or the run directory; `trajforge publish --repo-id` fills this in"
+
+
 def _usage(name: str) -> str:
+    where = _PLACEHOLDER_NOTE if name == PLACEHOLDER_REPO_ID else ""
     return f"""```python
 from datasets import load_dataset
 from trl import SFTConfig, SFTTrainer
 
-ds = load_dataset("{name}")  # the `messages` view: messages + tools, arguments as objects
+ds = load_dataset("{name}"){where}
+# the default config is the `messages` view: messages + tools, arguments as objects
 text = tokenizer.apply_chat_template(ds["train"][0]["messages"], tools=ds["train"][0]["tools"], tokenize=False)
 trainer = SFTTrainer(model=model, train_dataset=ds["train"], args=SFTConfig(max_length=8192))
 steps = load_dataset("{name}", "steps")  # also: "step_prefix", "sharegpt", "data" (canonical)
@@ -130,9 +141,30 @@ EMPTY_NOTE = (
 )
 
 
+def with_repo_id(card: str, repo_id: str) -> str:
+    """The card with its usage snippet loading `repo_id` (what `publish` uploads)."""
+    card = card.replace(_PLACEHOLDER_NOTE, "")
+    return card.replace(f'load_dataset("{PLACEHOLDER_REPO_ID}"', f'load_dataset("{repo_id}"')
+
+
 def _body(manifest: dict[str, Any], run_dir: str, on_disk: dict, tokens: dict | None) -> str:
     cfg, out = manifest["config"], manifest["outputs"]
-    split_rows = [[s, v["rows"], len(v["shards"])] for s, v in out["splits"].items()]
+    wanted = cfg["output"]["splits"]
+    written = out["splits"]
+    names = [
+        *written,
+        *(s for s in ("train", "validation", "golden") if wanted[s] and s not in written),
+    ]
+    split_rows = [  # a configured split that drew no rows is listed with 0
+        [
+            s,
+            written.get(s, {}).get("rows", 0),
+            len(written.get(s, {}).get("shards", ())),
+            f"{wanted[s]:g}",
+        ]
+        for s in names
+    ]
+    balance = manifest.get("splits", {}).get("balance") or {}
     filters = [
         [stage, reason, n]
         for stage, reasons in sorted(out["rejected_by_stage"].items())
@@ -151,12 +183,13 @@ def _body(manifest: dict[str, Any], run_dir: str, on_disk: dict, tokens: dict | 
         f"the shortcut filters and dedup; it was scored by {judges}.",
         EMPTY_NOTE if out["kept"] == 0 else "",
         "## Splits\n\n"
-        + _table(["split", "rows", "shards"], split_rows)
+        + _table(["split", "rows", "shards", "configured fraction"], split_rows)
+        + (f"\n\n**Note:** {balance['note']}" if balance.get("far") else "")
         + "\n\nSplits are assigned by leakage cluster (task, template, configured shared "
         "entities, near-duplicates); `golden` is frozen by the split seed "
         f"({cfg['output']['splits']['seed']}). Leakage report (must be all zero): "
         f"`{json.dumps(manifest.get('splits', {}).get('leakage', {}), sort_keys=True)}`.",
-        "## Usage\n\n" + _usage(cfg["name"]),
+        "## Usage\n\n" + _usage(PLACEHOLDER_REPO_ID),
         "## Schema\n\n" + _schema_section(run_dir, on_disk),
         "## Recipe\n\n"
         + _table(
@@ -186,8 +219,33 @@ def _diversity(manifest: dict[str, Any]) -> str:
     div = manifest.get("diversity")
     if not div:
         return "## Diversity and coverage\n\nNo kept rows, nothing to measure."
-    rows = [[k, json.dumps(v, sort_keys=True)[:120]] for k, v in sorted(div.items())]
-    return "## Diversity and coverage\n\n" + _table(["measure", "value"], rows)
+    scalars = [[k, _cell(v)] for k, v in sorted(div.items()) if not isinstance(v, list | dict)]
+    text = "## Diversity and coverage\n\n" + _table(["measure", "value"], scalars)
+    coverage = div.get("coverage") or []
+    if coverage:
+        text += (
+            "\n\nCoverage: of each dimension's values, how many the kept rows reach "
+            "(rows per value).\n\n"
+            + _table(
+                ["dimension", "covered", "rows per value"], [_coverage_row(c) for c in coverage]
+            )
+        )
+    return text
+
+
+def _cell(value: Any) -> str:
+    """A scalar for a table cell: floats to 4 places, None as a dash."""
+    if value is None:
+        return "-"
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _coverage_row(entry: dict[str, Any]) -> list[Any]:
+    """One coverage dimension as a table row: `dimension | 5/5 (100%) | high 1, low 3, ...`."""
+    counts = entry.get("counts", {})
+    per_value = ", ".join(f"{k} {v}" for k, v in counts.items())
+    covered = f"{entry['covered']}/{entry['total']} ({entry['fraction']:.0%})"
+    return [f"`{entry['dimension']}`", covered, per_value]
 
 
 def _difficulty(manifest: dict[str, Any]) -> str:

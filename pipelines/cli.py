@@ -1,8 +1,11 @@
-"""`trajforge` command line: build datasets (and, later, inspect them).
+"""`trajforge` command line: build verified datasets for tool-using agents, look at them,
+re-check them, publish them, and fine-tune and evaluate models on them.
 
     trajforge build --config configs/quickstart.yaml --output runs/quick [--resume|--overwrite]
                     [any Beam pipeline option, e.g. --runner DataflowRunner --project ...]
+    trajforge show RUN_DIR | report RUN_DIR | publish RUN_DIR --repo-id ORG/NAME
     trajforge verify --input FILE.jsonl|RUN_DIR --output VERDICTS.jsonl [--config CONFIG]
+    trajforge calibrate --run RUN_DIR
     trajforge finetune sft --data RUN_DIR --model MODEL_DIR --output OUT   (see finetune/cli.py)
     trajforge eval --model SPEC --tasks RUN_DIR --k K                      (see finetune/cli.py)
 
@@ -11,6 +14,10 @@ match (a typo such as `--ovewrite` never reaches Beam). Local runs default to
 `--runner=FnApiRunner`, which never downloads a runner binary. Exit status: 0 success, 1 a
 failed build (too few kept rows or too many dead letters; manifest written, no `_SUCCESS`),
 2 a usage or config error (one line naming the flag or field and the fix).
+
+Commands that read a run back resolve its domains from the run's own `config.json` (a plug-in
+domain's import path lives there; records carry only its short name). Module imports are
+deferred to the command that needs them, so `--help` and `--version` never import Beam.
 """
 
 from __future__ import annotations
@@ -20,6 +27,17 @@ import difflib
 import logging
 import os
 import sys
+from typing import get_args
+
+from trajforge.finetune import cli as finetune_cli
+from trajforge.schemas.dataset import Split
+
+#: What `trajforge --help` says the tool is (one line).
+DESCRIPTION = (
+    "Build verified training data for tool-using LLM agents (Apache Beam), inspect, verify and "
+    "publish it, and fine-tune and evaluate models on it."
+)
+SPLITS: tuple[str, ...] = get_args(Split)
 
 
 class _DropOptionalGcpNotice(logging.Filter):
@@ -29,14 +47,39 @@ class _DropOptionalGcpNotice(logging.Filter):
         return not record.getMessage().startswith("apitools not found")
 
 
-# Installed before Beam is imported (below): the notice is logged on the root logger at import.
+# Installed before Beam is imported (by a command): the notice is logged on the root logger.
 logging.getLogger().addFilter(_DropOptionalGcpNotice())
 
-from trajforge.finetune import cli as finetune_cli  # noqa: E402
-from trajforge.pipelines import io  # noqa: E402
-from trajforge.pipelines.config import ConfigError, load_config  # noqa: E402
-from trajforge.pipelines.preflight import PreflightError  # noqa: E402
-from trajforge.pipelines.run_dir import RUN_MARKER, RunDirError  # noqa: E402
+
+def version() -> str:
+    """The installed distribution's version (the wheel's metadata, one source of truth)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("trajforge")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
+def _errors() -> tuple[type[Exception], ...]:
+    """The errors a command reports as one line and exit code 2 (imported only once a command
+    runs: their modules import Beam)."""
+    from trajforge.generators.plugins import PluginError
+    from trajforge.generators.run_domains import UnknownDomainError
+    from trajforge.pipelines.config import ConfigError
+    from trajforge.pipelines.preflight import PreflightError
+    from trajforge.pipelines.run_dir import RunDirError
+
+    return (
+        ConfigError,
+        UsageError,
+        PreflightError,
+        RunDirError,
+        UnknownDomainError,
+        PluginError,
+        *finetune_cli.ERRORS,
+    )
 
 
 class UsageError(Exception):
@@ -44,7 +87,8 @@ class UsageError(Exception):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="trajforge", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="trajforge", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"trajforge {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     build = sub.add_parser("build", help="build a dataset from a config")
     build.add_argument("--config", required=True, help="YAML build config")
@@ -100,7 +144,7 @@ def _add_product_commands(sub) -> None:
     """show / report / publish: looking at a finished run and pushing it to the Hub."""
     show = sub.add_parser("show", help="print trajectories of a run readably")
     show.add_argument("run_dir", help="a finished run directory")
-    show.add_argument("--split", choices=io.SPLITS, default=None, help="only this split")
+    show.add_argument("--split", choices=SPLITS, default=None, help="only this split")
     show.add_argument("--n", type=int, default=3, help="how many trajectories (default 3)")
     show.add_argument(
         "--rejected",
@@ -201,6 +245,9 @@ def summary_table(manifest: dict) -> str:
     plan = manifest.get("local_processes")
     if plan:  # absent from manifests of earlier builds
         lines.append(f"{'local processes (' + plan['source'] + ')':<44}{plan['processes']:>8}")
+    balance = manifest.get("splits", {}).get("balance") or {}
+    if balance.get("far"):  # absent from manifests of earlier builds
+        lines.append(f"note: {balance['note']}")
     return "\n".join(lines)
 
 
@@ -223,7 +270,9 @@ def _unknown_flags_message(command: str, extra: list[str]) -> str:
 
 
 def cmd_build(args: argparse.Namespace, beam_args: list[str]) -> int:
+    from trajforge.pipelines import io
     from trajforge.pipelines.build import BuildFailed, run_build
+    from trajforge.pipelines.config import load_config
     from trajforge.pipelines.gc_tuning import tune_gc
     from trajforge.pipelines.preflight import preflight
     from trajforge.pipelines.processes import plan_processes
@@ -304,6 +353,8 @@ def _finished(run_dir: str, failed_ok: bool = True) -> str:
     wants exactly for a failed build) a manifest that records the build as failed, written
     after every output was. A build that was killed, or is still running, is refused: its
     files may be partial."""
+    from trajforge.pipelines import io
+
     run = local_path(run_dir)
     if io.FileSystems.exists(io.join(run, io.SUCCESS_MARKER)):
         return run
@@ -326,6 +377,8 @@ def _finished(run_dir: str, failed_ok: bool = True) -> str:
 
 def _run_inputs_finished(args: argparse.Namespace) -> None:
     """finetune / eval read a run's rows: only a successful build's (`_SUCCESS`)."""
+    from trajforge.pipelines.run_dir import RUN_MARKER
+
     for attr in ("data", "tasks"):
         value = getattr(args, attr, None)
         if not isinstance(value, str):
@@ -382,6 +435,7 @@ COMMANDS = {"show": cmd_show, "report": cmd_report, "publish": cmd_publish}
 def cmd_verify(args: argparse.Namespace) -> int:
     import os
 
+    from trajforge.pipelines.config import load_config
     from trajforge.pipelines.requirements import missing_requirements
     from trajforge.pipelines.verify import verify_file
 
@@ -419,7 +473,7 @@ def main(argv: list[str] | None = None) -> int:
             return finetune_cli.run(args)
         if args.command in COMMANDS:
             return COMMANDS[args.command](args)
-    except (ConfigError, UsageError, PreflightError, RunDirError, *finetune_cli.ERRORS) as err:
+    except _errors() as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     return 1

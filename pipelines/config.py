@@ -58,7 +58,9 @@ class RolloutConfig(_Config):
 
     @model_validator(mode="after")
     def _noise_needs_noisy_agent(self) -> RolloutConfig:
-        if "noise" in self.model_fields_set and self.agent != "noisy":
+        # Compared with the default, not `model_fields_set`: a run's config.json holds every
+        # field, and it must validate again when a command reads the run back.
+        if self.noise != NoiseConfig() and self.agent != "noisy":
             raise ValueError(
                 f"rollout.noise sets the noisy teacher's fault rates, but rollout.agent is "
                 f"{self.agent!r}; set `agent: noisy` or drop `noise`"

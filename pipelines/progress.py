@@ -190,8 +190,9 @@ class ProgressReporter:
     On a terminal, a tqdm bar (half for tasks prepared, half for tasks past generation, so it
     moves from the first seconds, long before anything is kept) with per-stage counts and
     rates.
-    Otherwise (a log file, CI), one plain line every `plain_every_s` seconds when something
-    changed: a quickstart log stays a few KB instead of a frame every half second.
+    Otherwise (a log file, CI), one plain line every `plain_every_s` seconds, changed or not
+    (a log that stays silent for minutes reads as a hung build), and a last one when the build
+    ends: a quickstart log stays a few KB instead of a frame every half second.
     """
 
     def __init__(
@@ -246,7 +247,8 @@ class ProgressReporter:
             now = time.monotonic()
             progress = StageProgress.of(read_totals(self.run_dir), self.attempts)
             text = progress.stages_text()
-            if (stopping or now - last_at >= self.plain_every_s) and text != last_text:
+            due = now - last_at >= self.plain_every_s
+            if due or (stopping and text != last_text):
                 print(self.line(progress, now - started), file=out, flush=True)
                 last_text, last_at = text, now
             if stopping:

@@ -13,7 +13,7 @@ import os
 from huggingface_hub import CommitOperationAdd, HfApi
 
 from trajforge.pipelines import io
-from trajforge.pipelines.card import outputs_on_disk
+from trajforge.pipelines.card import outputs_on_disk, with_repo_id
 
 TOKEN_ENV = "HF_TOKEN"
 
@@ -34,12 +34,16 @@ def files_to_upload(run_dir: str) -> list[str]:
     return ["README.md", "manifest.json", *shards]
 
 
-def commit_operations(run_dir: str) -> list[CommitOperationAdd]:
-    """One CommitOperationAdd per file, path in repo = path in the run directory."""
-    return [
-        CommitOperationAdd(path_in_repo=f, path_or_fileobj=os.path.join(run_dir, f))
-        for f in files_to_upload(run_dir)
-    ]
+def commit_operations(run_dir: str, repo_id: str | None = None) -> list[CommitOperationAdd]:
+    """One CommitOperationAdd per file, path in repo = path in the run directory; with
+    `repo_id`, the card's usage snippet loads that repo instead of the placeholder."""
+    ops = []
+    for f in files_to_upload(run_dir):
+        source: str | bytes = os.path.join(run_dir, f)
+        if f == "README.md" and repo_id is not None:
+            source = with_repo_id(io.read_text(source), repo_id).encode("utf-8")
+        ops.append(CommitOperationAdd(path_in_repo=f, path_or_fileobj=source))
+    return ops
 
 
 def publish(run_dir: str, repo_id: str, private: bool, api: HfApi | None = None) -> str:
@@ -50,7 +54,7 @@ def publish(run_dir: str, repo_id: str, private: bool, api: HfApi | None = None)
     if not token:
         raise PublishError(f"set {TOKEN_ENV} in the environment to a Hugging Face write token")
     api = api or HfApi(token=token)
-    operations = commit_operations(run_dir)
+    operations = commit_operations(run_dir, repo_id)
     try:
         api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
         info = api.create_commit(

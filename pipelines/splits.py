@@ -8,6 +8,12 @@ build with the same seed puts the same templates/tasks in golden and results sta
 `golden_templates` names templates to hold out whole instead of by chance (a benchmark's
 held-out task families): every cluster that holds one of them is golden.
 
+Whole clusters chosen by hash make a small build's split a coin toss per cluster (12 tasks at
+75/25 can give 5 train / 7 golden). Capping golden at its ratio would unfreeze it: a cluster
+capped out of a small build's golden would enter a bigger build's golden after training on it.
+So the split stays as drawn and `split_balance` reports a realised split far from the
+configured one, with its cause (the clusters' count and sizes), in the summary and the card.
+
 Assignment needs every record's keys in one place (a few hundred bytes per record, no text):
 fine to millions of rows; it also ranks rows inside each split so shards are balanced to one row.
 """
@@ -46,6 +52,7 @@ class SplitPlan(Record):
     rank_of: dict[str, int]
     shards: dict[str, dict[str, int]]  # output -> split -> number of shards
     near_dup_pairs: tuple[tuple[str, str], ...] = ()
+    held_out: tuple[str, ...] = ()  # clusters golden by `golden_templates`
 
     def shard_of(self, output: str, record_id: str) -> tuple[str, int, int]:
         split = self.split_of[record_id]
@@ -215,6 +222,67 @@ def plan_splits(
         rank_of=rank_of,
         shards=shards,
         near_dup_pairs=tuple(pairs),
+        held_out=tuple(sorted(held)),
+    )
+
+
+#: A split whose realised fraction is further than this from its configured one is reported.
+SPLIT_TOLERANCE = 0.1
+
+
+class SplitBalance(Record):
+    """Configured against realised split fractions, and why they differ when they do."""
+
+    configured: dict[str, float]
+    realised: dict[str, float]
+    rows: dict[str, int]
+    clusters: int
+    largest_cluster: int
+    held_out_rows: int = 0
+    far: bool = False
+    note: str | None = None
+
+
+def split_balance(plan: SplitPlan, fractions: dict[str, float]) -> SplitBalance:
+    """How far the drawn split is from `fractions`; a `note` naming the cause when any split
+    is more than `SPLIT_TOLERANCE` off (whole clusters move together, chosen by hash)."""
+    total = len(plan.split_of)
+    rows = {s: sum(1 for v in plan.split_of.values() if v == s) for s in SPLIT_NAMES}
+    sizes: dict[str, int] = defaultdict(int)
+    for cluster in plan.cluster_of.values():
+        sizes[cluster] += 1
+    held = set(plan.held_out)
+    held_rows = sum(1 for c in plan.cluster_of.values() if c in held)
+    realised = {s: round(rows[s] / total, 4) if total else 0.0 for s in SPLIT_NAMES}
+    configured = {s: float(fractions[s]) for s in SPLIT_NAMES}
+    far = total > 0 and any(abs(realised[s] - configured[s]) > SPLIT_TOLERANCE for s in SPLIT_NAMES)
+    balance = SplitBalance(
+        configured=configured,
+        realised=realised,
+        rows=rows,
+        clusters=len(sizes),
+        largest_cluster=max(sizes.values(), default=0),
+        held_out_rows=held_rows,
+        far=far,
+    )
+    return balance.model_copy(update={"note": _balance_note(balance)}) if far else balance
+
+
+def _balance_note(b: SplitBalance) -> str:
+    """One sentence for the summary and the card: what was configured, what came out, why."""
+    shown = [s for s in SPLIT_NAMES if b.rows[s] or b.configured[s]]
+    got = " / ".join(f"{b.rows[s]} {s}" for s in shown)
+    want = "/".join(f"{b.configured[s]:g}" for s in shown)
+    cause = (
+        f"splits take whole leakage clusters, each drawn by hash, and these {sum(b.rows.values())}"
+        f" rows form {b.clusters} clusters (largest {b.largest_cluster} rows)"
+    )
+    if b.held_out_rows:
+        cause += f"; golden_templates hold out {b.held_out_rows} rows whatever the ratio"
+    return (
+        f"realised split {got} is far from the configured {want} ({'/'.join(shown)}): {cause}. "
+        "More tasks, or fewer cluster keys (output.splits.group_by, shared_entities), bring it "
+        "closer; golden stays frozen by output.splits.seed."
     )
 
 

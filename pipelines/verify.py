@@ -4,6 +4,7 @@ Input is a JSONL file of `Trajectory` records (one per line) or a finished run d
 `data/*.parquet` rows carry `trajectory_json`). Nothing is generated: an old build can be
 re-filtered with new rules, another system's trajectories checked as they are. Every non-LLM
 check runs always; with `--config` the config's filters and domains (plugins included) are used,
+without it a run directory's own `config.json` names its domains (a plug-in's import path),
 and when that config enables `quality.judge` the LLM judge grades each trajectory too (its
 verdict joins the others, and its calls go through the same client, cache and limits as a build).
 """
@@ -18,6 +19,7 @@ from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
 
+from trajforge.generators.run_domains import RunDomains
 from trajforge.pipelines.config import BuildConfig
 from trajforge.pipelines.resources import StageResources
 from trajforge.schemas import Trajectory, derive_seed
@@ -59,7 +61,7 @@ def _batches(items: Iterator[Trajectory], size: int) -> Iterator[list[Trajectory
 class _Checker:
     """The verdicts for one batch: the non-LLM gate, plus the judge when the config has one."""
 
-    def __init__(self, config: BuildConfig | None, cache_dir: str):
+    def __init__(self, config: BuildConfig | None, cache_dir: str, domains: RunDomains):
         self.config = config
         self.filters = build_filters(config.quality.filters if config else DEFAULT_FILTERS)
         self.judging = bool(config and config.quality.judge.enabled)
@@ -67,14 +69,12 @@ class _Checker:
         if config is not None:
             self.resources = StageResources(config, cache_dir, needs_llm=self.judging)
             self.resources.setup()
-        self._domains: dict = {}
+        self.domains = domains
 
     def domain(self, name: str):
         if self.resources is not None:
             return self.resources.domain_for(name)
-        from trajforge.generators.domains import get_domain
-
-        return self._domains.setdefault(name, get_domain(name))
+        return self.domains.get(name)
 
     def verdicts(self, batch: list[Trajectory]) -> list[Verdict]:
         verdicts = [gate_verdict(t, self.domain(t.task.domain), self.filters) for t in batch]
@@ -110,12 +110,18 @@ class _Checker:
         return verdict.model_copy(update={"kept": False, "reasons": (*verdict.reasons, reason)})
 
 
+def source_domains(source: str) -> RunDomains:
+    """The domains a source's records may name: a run directory's own (its config.json keeps
+    a plug-in's import path; records keep only its short name), else the built-in ones."""
+    return RunDomains.of_local_run(source) if os.path.isdir(source) else RunDomains()
+
+
 def verify_file(source: str, output: str, config: BuildConfig | None = None) -> Counter:
     """Write one `Verdict` per trajectory to `output`; return counts (kept, and per reason).
-    Without a config: the default filters over the built-in domains, no judge. A config's
+    Without a config: the default filters over the run's (or the built-in) domains, no judge. A config's
     response cache (when enabled) lives next to `output`, so re-verifying is free."""
     cache_dir = str(Path(output).resolve().parent)
-    checker = _Checker(config, cache_dir)
+    checker = _Checker(config, cache_dir, source_domains(source))
     counts: Counter = Counter()
     Path(output).parent.mkdir(parents=True, exist_ok=True)
     with open(output, "w", encoding="utf-8") as out:

@@ -259,19 +259,34 @@ class InFlight(Generic[T]):
         self._outstanding -= len(out)
         return out
 
-    def drain(self, timeout_s: float | None = None) -> list[Completed[T]]:
-        """Wait for every outstanding unit; TimeoutError if `timeout_s` passes first."""
+    def drain(
+        self,
+        timeout_s: float | None = None,
+        on_wait: Callable[[], None] | None = None,
+        wait_every_s: float = 1.0,
+    ) -> list[Completed[T]]:
+        """Wait for every outstanding unit; TimeoutError if `timeout_s` passes first.
+
+        `on_wait` runs on the calling thread every `wait_every_s` seconds while nothing
+        completes: a DoFn reports the LLM calls made so far (Beam counters must be updated on
+        the DoFn thread), so progress moves while long units (a whole conversation on a CPU
+        model) are still running."""
         self._check_process()
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         out: list[Completed[T]] = []
         while self._outstanding > 0:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            wait = remaining if on_wait is None else min(wait_every_s, remaining or wait_every_s)
             try:
-                out.append(self._done.get(timeout=remaining))
+                out.append(self._done.get(timeout=wait))
             except queue.Empty:
-                raise TimeoutError(
-                    f"{self._outstanding} still in flight after {timeout_s}s"
-                ) from None
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise TimeoutError(
+                        f"{self._outstanding} still in flight after {timeout_s}s"
+                    ) from None
+                if on_wait is not None:
+                    on_wait()
+                continue
             self._outstanding -= 1
         return out
 

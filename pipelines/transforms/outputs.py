@@ -71,7 +71,9 @@ class GatherSplitInputs(beam.CombineFn):
         return sorted(acc[0], key=lambda i: i.id), sorted(acc[1])
 
 
-def plan_json(plan: splits.SplitPlan, items: list[splits.SplitKeys]) -> str:
+def plan_json(
+    plan: splits.SplitPlan, items: list[splits.SplitKeys], fractions: dict[str, float]
+) -> str:
     """splits.json: the leakage report and cluster statistics (read into the manifest)."""
     sizes: dict[str, int] = {}
     for cluster in plan.cluster_of.values():
@@ -85,6 +87,7 @@ def plan_json(plan: splits.SplitPlan, items: list[splits.SplitKeys]) -> str:
             "near_duplicate_pairs": len(plan.near_dup_pairs),
             "rows": rows,
             "shards": plan.shards,
+            "balance": splits.split_balance(plan, fractions).model_dump(mode="json"),
         },
         sort_keys=True,
     )
@@ -134,7 +137,11 @@ class WriteOutputs(beam.PTransform):
         (
             plan
             | "SplitsReport"
-            >> beam.Map(lambda p, g: plan_json(p, g[0]), beam.pvalue.AsSingleton(gathered))
+            >> beam.Map(
+                lambda p, g, f: plan_json(p, g[0], f),
+                beam.pvalue.AsSingleton(gathered),
+                self.fractions,
+            )
             | "WriteSplitsReport" >> WriteTextFile(io.SPLITS_FILE, self.run_dir)
         )
         (  # one keying, one GroupByKey and one writer for every output: the local runner pays

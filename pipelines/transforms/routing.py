@@ -257,7 +257,9 @@ class AsyncStageFn(beam.DoFn):
         yield from self._emit(self.in_flight.ready(), windowed=False)
 
     def finish_bundle(self):
-        yield from self._emit(self.in_flight.drain(), windowed=True)
+        # While the last units run, report the calls they have made (progress counts each call
+        # as it completes, not when its conversation ends).
+        yield from self._emit(self.in_flight.drain(on_wait=self._count_llm), windowed=True)
         self._count_llm()
         self.counters.flush()
 

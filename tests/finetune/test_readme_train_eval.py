@@ -1,4 +1,4 @@
-"""The README's train-then-eval commands, run as written (slow: a build, SFT, two evals)."""
+"""The train-then-eval commands of docs/guides/finetune.md, run as written (slow: a build, SFT, two evals)."""
 
 from __future__ import annotations
 
@@ -12,19 +12,30 @@ import pytest
 from trajforge.finetune import tiny
 from trajforge.pipelines.cli import main
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = ROOT / "docs/guides/finetune.md"
+
+
+def _commands(text: str, heading: str) -> list[list[str]]:
+    section = text.split(heading, 1)[1]
+    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+    return [shlex.split(line) for line in block.replace("\\\n", " ").splitlines() if line.strip()]
 
 
 def readme_commands() -> list[list[str]]:
-    section = README.read_text().split("## Fine-tuning and evaluation", 1)[1]
-    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
-    return [shlex.split(line) for line in block.replace("\\\n", " ").splitlines() if line.strip()]
+    return _commands(PAGE.read_text(), "# Fine-tuning and evaluation")
+
+
+def test_readme_shows_the_commands_of_the_docs_page():
+    """README.md's "Train on the result" block is the docs page's, so this test runs both."""
+    readme = _commands((ROOT / "README.md").read_text(), "## Train on the result")
+    assert readme == readme_commands()
 
 
 @pytest.mark.slow
 def test_readme_train_then_eval_reduces_loss(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "configs").symlink_to(README.parent / "configs")
+    (tmp_path / "configs").symlink_to(ROOT / "configs")
     for argv in readme_commands():
         if argv[0] == "trajforge":
             assert (

@@ -120,3 +120,36 @@ def test_card_text_is_what_the_template_of_huggingface_hub_gives(built_run, empt
         assert card_text(data, body) == expected
         written = (run / "README.md").read_text()
         assert written == str(DatasetCard(written))  # the build's card is the parsed card's text
+
+
+def test_card_usage_loads_a_placeholder_repo_id_and_publish_names_the_target(built_run):
+    text = (built_run / "README.md").read_text()
+    assert 'load_dataset("ORG/DATASET")' in text
+    assert 'load_dataset("products")' not in text  # the display name is not a repo id
+    readme = commit_operations(str(built_run), "acme/retail-agents")[0]
+    assert readme.path_in_repo == "README.md"
+    uploaded = readme.path_or_fileobj.decode("utf-8")
+    assert 'load_dataset("acme/retail-agents")' in uploaded and "ORG/DATASET" not in uploaded
+
+
+def test_card_coverage_is_a_table_not_json(built_run):
+    text = (built_run / "README.md").read_text()
+    section = text.split("## Diversity and coverage", 1)[1].split("\n## ", 1)[0]
+    assert '{"counts"' not in section and '"dimension"' not in section
+    assert "| `trait.patience` | " in section and "| `task_type` | " in section
+    row = next(line for line in section.splitlines() if line.startswith("| `task_type`"))
+    assert row.count("|") == 4 and row.rstrip().endswith("|")  # whole, not cut mid-word
+
+
+def test_a_far_split_is_noted_in_the_card_and_the_summary(built_run):
+    import json
+
+    from trajforge.pipelines.card import dataset_card
+    from trajforge.pipelines.cli import summary_table
+
+    manifest = json.loads((built_run / "manifest.json").read_text())
+    assert "balance" in manifest["splits"]
+    note = "realised split 5 train / 7 golden is far from the configured 0.75/0.25"
+    manifest["splits"]["balance"].update(far=True, note=note)
+    assert f"**Note:** {note}" in dataset_card(str(built_run), manifest)
+    assert f"note: {note}" in summary_table(manifest)

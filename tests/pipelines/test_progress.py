@@ -52,9 +52,22 @@ def test_plain_mode_writes_a_few_short_lines(tmp_path):
     assert lines[0].endswith("building 16 tasks")
     assert "synthesized 1 " in lines[1]
     assert "62% of 16 tasks" in lines[-1] and "outcome-ok 3" in lines[-1]
-    assert len(lines) == 3  # unchanged counts print nothing
+    assert 3 <= len(lines) <= 1 + 1.6 / 0.2 + 2  # a line per period, not per half second
     assert "\r" not in out.getvalue() and all(len(line) < 200 for line in lines)
     assert not (tmp_path / PROGRESS_DIR).exists()
+
+
+def test_plain_mode_prints_a_line_every_period_even_when_nothing_changes(tmp_path):
+    """A non-terminal log gets a line at least every `plain_every_s` seconds: a model that
+    takes minutes per stage must not leave the log silent (issue 29: 18 minutes of nothing)."""
+    out = io.StringIO()
+    write_tally(tmp_path, {"synthesize.kept": 16, "verify_task.kept": 16})
+    with ProgressReporter(str(tmp_path), 16, plain=True, plain_every_s=0.3, stream=out):
+        time.sleep(2.0)
+    lines = out.getvalue().splitlines()[1:]
+    assert len(lines) >= 3, lines  # a check every 0.5 s: ~4 periods, counts unchanged
+    seconds = [int(line[1:6]) for line in lines]
+    assert seconds == sorted(seconds)
 
 
 def test_bar_mode_draws_stage_counts(tmp_path):

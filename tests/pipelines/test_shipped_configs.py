@@ -71,3 +71,34 @@ def test_quickstart_reads_like_people(quickstart):
         t = Trajectory.from_json(row["trajectory_json"])
         said = [m.content for m in t.messages if m.role == "user" and m.content]
         assert speaker_is_persona(t.task.persona.name, t.task.scenario.known_info, said), said
+
+
+def _shown_quickstart_counts() -> dict[str, str]:
+    """The summary lines README.md shows for `make quickstart` (its `output quickstart` block)."""
+    text = (ROOT / "README.md").read_text()
+    block = text.split("<!-- code: output quickstart", 1)[1].split("```text\n", 1)[1]
+    block = block.split("```", 1)[0]
+    shown = {}
+    for line in block.splitlines():
+        key, _, value = line.rpartition("  ")
+        if key.strip() and value.strip() and not line.startswith(("Dataset", "Report", "-")):
+            shown[key.strip()] = value.strip()
+    return shown
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3000)
+def test_the_readme_shows_a_real_quickstart_run(quickstart):
+    """The quickstart output README.md shows is what a build of the shipped config prints."""
+    from trajforge.pipelines.cli import summary_table
+
+    manifest = json.loads((quickstart / "manifest.json").read_text())
+    printed = {}
+    for line in summary_table(manifest).splitlines():
+        key, _, value = line.rpartition("  ")
+        printed[key.strip()] = value.strip()
+    shown = _shown_quickstart_counts()
+    assert {"inputs", "kept: train", "rejected", "LLM calls (cached)"} <= set(shown)
+    for key, value in shown.items():
+        if key in printed and key != "wall time (s)":
+            assert printed[key] == value, (key, printed[key], value)

@@ -160,3 +160,40 @@ def test_golden_templates_need_template_clusters():
 
     with pytest.raises(ValueError, match="add `template` to output.splits.group_by"):
         SplitConfig(group_by=("persona",), golden_templates=("toy/*",))
+
+
+def _plan(split_of: dict[str, str], cluster_of: dict[str, str]) -> splits.SplitPlan:
+    return splits.SplitPlan(
+        split_of=split_of, cluster_of=cluster_of, rank_of=dict.fromkeys(split_of, 0), shards={}
+    )
+
+
+def test_a_far_split_is_reported_with_its_cause():
+    """12 rows at 75/25 drawn as 5 train / 7 golden: the note says so and names the clusters."""
+    ids = [f"r{i}" for i in range(12)]
+    split_of = {r: ("train" if i < 5 else "golden") for i, r in enumerate(ids)}
+    cluster_of = {r: f"c{min(i, 8)}" for i, r in enumerate(ids)}  # 9 clusters, largest 4
+    fractions = {"train": 0.75, "validation": 0.0, "golden": 0.25}
+    balance = splits.split_balance(_plan(split_of, cluster_of), fractions)
+    assert balance.far and balance.rows == {"train": 5, "validation": 0, "golden": 7}
+    assert "5 train / 7 golden" in balance.note and "0.75/0.25" in balance.note
+    assert "9 clusters (largest 4 rows)" in balance.note
+
+
+def test_a_split_near_its_ratio_has_no_note():
+    ids = [f"r{i}" for i in range(20)]
+    split_of = {r: ("train" if i < 14 else "golden") for i, r in enumerate(ids)}
+    fractions = {"train": 0.75, "validation": 0.0, "golden": 0.25}
+    balance = splits.split_balance(_plan(split_of, {r: r for r in ids}), fractions)
+    assert not balance.far and balance.note is None
+
+
+def test_held_out_templates_are_named_as_a_cause():
+    items = [item(i, f"template:toy/t{i % 3}/c1") for i in range(12)]
+    plan = splits.plan_splits(
+        items, FRACTIONS | {"train": 0.9, "golden": 0.1}, 0, None, 1 << 20, None,
+        golden_templates=("toy/t0/*", "toy/t1/*"),
+    )  # fmt: skip
+    balance = splits.split_balance(plan, {"train": 0.9, "validation": 0.0, "golden": 0.1})
+    assert balance.far and balance.held_out_rows == 8
+    assert "golden_templates hold out 8 rows" in balance.note

@@ -137,6 +137,25 @@ def test_drain_times_out_when_work_hangs():
         inflight.drain(timeout_s=0.05)
 
 
+def test_drain_reports_on_the_calling_thread_while_units_still_run():
+    """A DoFn drains its last units for minutes on a CPU model; `on_wait` lets it report the
+    calls made so far, on its own thread (Beam counters are lost from other threads)."""
+    probe = ConcurrencyProbe()
+    inflight = InFlight(max_in_flight=2)
+    inflight.submit("slow", probe.sleep(1.2, "done"))
+    calls: list[int] = []
+    done = inflight.drain(on_wait=lambda: calls.append(threading.get_ident()), wait_every_s=0.2)
+    assert [c.result for c in done] == ["done"]
+    assert len(calls) >= 3 and set(calls) == {threading.get_ident()}
+
+
+def test_drain_with_on_wait_still_times_out():
+    inflight = InFlight(max_in_flight=1)
+    inflight.submit("hang", asyncio.sleep(30))
+    with pytest.raises(TimeoutError, match="1 still in flight"):
+        inflight.drain(timeout_s=0.3, on_wait=lambda: None, wait_every_s=0.1)
+
+
 def test_inflight_runs_llm_clients_on_the_shared_loop():
     llm = ScriptedLLM(responder=lambda request: request.messages[-1].content.upper())
     inflight = InFlight(max_in_flight=4)
