@@ -52,10 +52,7 @@ class RunnerConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     local_processes: Literal["auto"] | int = "auto"
-    #: Where the response cache lives. `auto`: a SQLite file in a local run directory, one file
-    #: per response under a remote one (gs://...: every worker and a later --resume share it).
-    #: `files`: one file per response in a local run directory too (workers that share the
-    #: folder but should not share a SQLite file).
+    # Response cache: `auto` (SQLite locally, one file per response under gs://) or `files`.
     cache_store: Literal["auto", "files"] = "auto"
 
     @field_validator("local_processes", mode="before")
