@@ -113,6 +113,12 @@ def _parser() -> argparse.ArgumentParser:
         "--no-cache", action="store_true", help="neither read nor write the response cache"
     )
     build.add_argument("--no-progress", action="store_true", help="no progress bar")
+    build.add_argument(
+        "--local-workers",
+        action="store_true",
+        help="--runner PortableRunner's workers run on this machine (a Beam worker pool started "
+        "here, --environment_type=EXTERNAL) and so may share a local --output",
+    )
     calib = sub.add_parser(
         "calibrate", help="agreement of the run's LLM judge with the programmatic outcome"
     )
@@ -290,7 +296,7 @@ def cmd_build(args: argparse.Namespace, beam_args: list[str]) -> int:
             f"note: rollout.attempts {rollout.attempts} at sampling.temperature 0 repeats "
             "greedy decoding; set a temperature for distinct attempts and a meaningful pass rate"
         )
-    preflight(config, output, beam_args, _our_flags("build"))
+    preflight(config, output, beam_args, _our_flags("build"), args.local_workers)
     prepare_run_dir(output, config.config_hash(), args.resume, args.overwrite, args.clear_cache)
     beam_args = with_default_runner(beam_args)
     plan = plan_processes(config, beam_args)  # before the build, so the decision is seen

@@ -67,16 +67,33 @@ def check_flags(beam_args: list[str], our_flags: list[str]) -> None:
         raise PreflightError(f"unknown flag {name}; {hint}")
 
 
-def check_runner(runner: str, output: str) -> None:
+#: The one remote runner whose workers may share a local `--output`: its job service can run
+#: in the launcher (`--job_endpoint=embed`) and its workers in a worker pool on this machine.
+SAME_MACHINE_RUNNER = "PortableRunner"
+
+
+def check_runner(runner: str, output: str, local_workers: bool = False) -> None:
+    """`local_workers`: the user says the runner's workers run on this machine (a worker pool
+    started here), so they see a local `--output` as the launcher does; only PortableRunner."""
     short = runner.rsplit(".", 1)[-1]
     if "." not in runner and runner not in KNOWN_RUNNERS:
         close = difflib.get_close_matches(runner, KNOWN_RUNNERS, n=1, cutoff=0.6)
         hint = f"did you mean {close[0]}?" if close else f"known: {', '.join(KNOWN_RUNNERS)}"
         raise PreflightError(f"--runner {runner} is not a Beam runner; {hint}")
-    if short in REMOTE_RUNNERS and "://" not in output:
+    if local_workers and short != SAME_MACHINE_RUNNER:
+        raise PreflightError(
+            f"--local-workers is only for --runner {SAME_MACHINE_RUNNER} with a worker pool on "
+            f"this machine, not --runner {runner}; drop --local-workers"
+        )
+    if short in REMOTE_RUNNERS and "://" not in output and not local_workers:
         raise PreflightError(
             f"--output {output} is a local path but --runner {runner} runs on remote workers "
             "(each would write to its own disk); use a shared path such as gs://bucket/run"
+            + (
+                ", or add --local-workers when its workers run on this machine"
+                if short == SAME_MACHINE_RUNNER
+                else ""
+            )
         )
 
 
@@ -117,11 +134,17 @@ def check_api_keys(config: BuildConfig) -> None:
         )
 
 
-def preflight(config: BuildConfig, output: str, beam_args: list[str], our_flags: list[str]) -> str:
+def preflight(
+    config: BuildConfig,
+    output: str,
+    beam_args: list[str],
+    our_flags: list[str],
+    local_workers: bool = False,
+) -> str:
     """Run every check; return the runner the build will use."""
     check_flags(beam_args, our_flags)
     runner = runner_of(beam_args)
-    check_runner(runner, output)
+    check_runner(runner, output, local_workers)
     check_output_filesystem(output)
     check_api_keys(config)
     return runner

@@ -52,6 +52,8 @@ class RunnerConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     local_processes: Literal["auto"] | int = "auto"
+    # Response cache: `auto` (SQLite locally, one file per response under gs://) or `files`.
+    cache_store: Literal["auto", "files"] = "auto"
 
     @field_validator("local_processes", mode="before")
     @classmethod

@@ -12,10 +12,9 @@ hundreds of calls in flight.
 from __future__ import annotations
 
 import os
-import tempfile
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from trajforge.generators.llm.accounting import AccountingLLM
 from trajforge.generators.llm.factory import BackendConfig, build_client, model_name
@@ -24,6 +23,12 @@ from trajforge.pipelines.builders import Gates, RoleBuilders, build_gates, build
 from trajforge.pipelines.config import BuildConfig
 from trajforge.pipelines.gc_tuning import tune_gc
 from trajforge.verifiers.protocol import FilterContext
+
+if TYPE_CHECKING:
+    from trajforge.generators.llm.cache import ResponseStore
+
+#: The run directory's cache folder (run_dir.CACHE_DIR: kept by --resume and --overwrite).
+CACHE_DIR = "cache"
 
 _LOCK = threading.Lock()
 #: (config hash, cache path) -> RoleClients. The one piece of process state: the shared clients.
@@ -50,15 +55,51 @@ class RoleClients:
         return {role: getattr(self, role) for role in ROLES}
 
 
-def cache_path_for(run_dir: str) -> str:
-    """Local runs cache responses inside the run directory, so rerunning resumes for free.
+@dataclass(frozen=True)
+class OwnedWriter:
+    """Writes a cache file as the run's own (pipelines/ownership.py: recorded in the ledger
+    before it is created, written under a temporary name and renamed), so --overwrite and
+    --clear-cache find every response file and a reader never sees half of one."""
 
-    A remote run directory (gs://...) cannot hold a SQLite file: each worker then keeps its
-    cache on local disk, which still dedupes retries of a bundle on that worker.
-    """
-    if "://" in run_dir:
-        return os.path.join(tempfile.gettempdir(), "trajforge-cache", "responses.sqlite")
-    return os.path.join(run_dir, "cache", "responses.sqlite")
+    run_dir: str
+    rel_root: str  # the cache's folder, relative to the run directory
+
+    def __call__(self, rel: str, data: bytes) -> None:
+        from trajforge.pipelines import ownership
+
+        ownership.write_bytes(self.run_dir, f"{self.rel_root}/{rel}", data)
+
+
+@dataclass(frozen=True)
+class CacheLocation:
+    """Where a run's response cache lives: always inside the run directory, so `--resume`
+    (and every worker of the run) answers finished calls for free."""
+
+    run_dir: str
+    store: Literal["sqlite", "files"]
+    path: str  # the SQLite file, or the root of the per-response files
+
+    def open(self) -> ResponseStore:
+        from trajforge.generators.llm.cache import ResponseCache
+        from trajforge.generators.llm.file_cache import FileResponseCache
+
+        if self.store == "files":
+            return FileResponseCache(self.path, OwnedWriter(self.run_dir, FILES_CACHE))
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        return ResponseCache(self.path)
+
+
+#: The per-response files' folder inside the run directory.
+FILES_CACHE = f"{CACHE_DIR}/responses"
+
+
+def cache_location(run_dir: str, store: str = "auto") -> CacheLocation:
+    """A SQLite file in a local run directory; one file per response (Beam FileSystems) under
+    a remote one, which no SQLite file can live in and which every worker shares (a cache on
+    each worker's disk made `--resume` after a killed remote job pay for every call again)."""
+    if store == "files" or "://" in run_dir:  # URL paths join with "/" (gs://b/run/cache/...)
+        return CacheLocation(run_dir, "files", f"{run_dir.rstrip('/')}/{FILES_CACHE}")
+    return CacheLocation(run_dir, "sqlite", os.path.join(run_dir, CACHE_DIR, "responses.sqlite"))
 
 
 def per_process(limit: int, processes: int) -> int:
@@ -69,15 +110,10 @@ def per_process(limit: int, processes: int) -> int:
 
 
 def _build_role_clients(
-    config: BuildConfig, cache_path: str | None, processes: int = 1
+    config: BuildConfig, cache: CacheLocation | None, processes: int = 1
 ) -> RoleClients:
     """One client per backend; `processes` local worker processes share the endpoint limit."""
-    from trajforge.generators.llm.cache import ResponseCache
-
-    cache = None
-    if cache_path is not None:
-        os.makedirs(os.path.dirname(cache_path), exist_ok=True)
-        cache = ResponseCache(cache_path)
+    store = cache.open() if cache is not None else None
     built: dict[str, AccountingLLM] = {}
 
     def client_for(cfg: BackendConfig) -> AccountingLLM:
@@ -85,7 +121,7 @@ def _build_role_clients(
         if key not in built:  # roles bound to the same backend share one client
             built[key] = build_client(
                 cfg,
-                cache=cache,
+                cache=store,
                 max_in_flight=per_process(config.concurrency.calls_limit, processes),
                 limits=config.limits,
             )
@@ -108,13 +144,13 @@ def _build_role_clients(
 
 
 def shared_role_clients(config: BuildConfig, run_dir: str, processes: int = 1) -> RoleClients:
-    cache_path = cache_path_for(run_dir) if config.cache.enabled else None
-    key = (config.config_hash(), cache_path or "", processes)
+    cache = cache_location(run_dir, config.runner.cache_store) if config.cache.enabled else None
+    key = (config.config_hash(), cache.path if cache else "", processes)
     with _LOCK:
         if key not in _PROCESS_CLIENTS:
-            if cache_path is not None and "://" not in run_dir:
-                _record_cache(run_dir, cache_path)
-            _PROCESS_CLIENTS[key] = _build_role_clients(config, cache_path, processes)
+            if cache is not None and cache.store == "sqlite":  # the files record themselves
+                _record_cache(run_dir, cache.path)
+            _PROCESS_CLIENTS[key] = _build_role_clients(config, cache, processes)
         return _PROCESS_CLIENTS[key]
 
 
@@ -135,9 +171,9 @@ def _record_cache(run_dir: str, cache_path: str) -> None:
 def forget_process_clients(run_dir: str) -> None:
     """Drop this process's clients whose cache lives in `run_dir` (its cache was deleted: an
     open sqlite connection would keep answering from the unlinked file)."""
-    path = cache_path_for(run_dir)
+    paths = {cache_location(run_dir, store).path for store in ("auto", "files")}
     with _LOCK:
-        for key in [k for k in _PROCESS_CLIENTS if k[1] == path]:
+        for key in [k for k in _PROCESS_CLIENTS if k[1] in paths]:
             del _PROCESS_CLIENTS[key]
 
 

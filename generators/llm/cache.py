@@ -15,7 +15,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from trajforge.generators.llm.wire_memo import IdentityMemo
 from trajforge.schemas import ChatRequest, ChatResponse, LLMClient, content_hash
@@ -28,6 +28,15 @@ CREATE TABLE IF NOT EXISTS responses (
     created_at REAL NOT NULL
 )
 """
+
+
+class ResponseStore(Protocol):
+    """Where responses persist: a SQLite file (`ResponseCache`, one disk) or one file per
+    response on any Beam filesystem (`file_cache.FileResponseCache`, shared by remote workers)."""
+
+    def get(self, key: str) -> ChatResponse | None: ...
+
+    def put(self, key: str, response: ChatResponse) -> None: ...
 
 
 class ResponseCache:
@@ -117,7 +126,7 @@ def request_key(request: ChatRequest) -> str:
 class CachedLLM:
     """Answers from the cache when it can; otherwise asks `inner` and stores the answer."""
 
-    def __init__(self, inner: LLMClient, cache: ResponseCache, namespace: str | None = None):
+    def __init__(self, inner: LLMClient, cache: ResponseStore, namespace: str | None = None):
         self.inner = inner
         self.cache = cache
         self.model = getattr(inner, "model", "")

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from trajforge.generators.llm.accounting import AccountingLLM, CallStats
-from trajforge.generators.llm.cache import CachedLLM, ResponseCache
+from trajforge.generators.llm.cache import CachedLLM, ResponseStore
 from trajforge.generators.llm.guard import BoundedLLM, ConcurrencyLimitedLLM, TextLimits
 from trajforge.generators.llm.local import LOCAL_MODEL_NAME
 from trajforge.generators.llm.openai_wire import base_url_problem
@@ -117,7 +117,7 @@ def read_secret(name: str) -> str:
 
 def build_client(
     cfg: BackendConfig,
-    cache: ResponseCache | None = None,
+    cache: ResponseStore | None = None,
     stats: CallStats | None = None,
     max_in_flight: int | None = None,
     limits: TextLimits | None = None,
