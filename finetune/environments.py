@@ -44,6 +44,7 @@ from trajforge.schemas import (
     Trajectory,
     derive_seed,
 )
+from trajforge.verifiers.gate import Verdict, gate_verdict
 from trajforge.verifiers.outcome import rejection_reason, verify_outcome
 from trajforge.verifiers.protocol import FilterContext, TrajectoryFilter, run_filter
 from trajforge.verifiers.result import FilterResult
@@ -178,6 +179,27 @@ def environment_trajectory(env: DomainEnvironment) -> Trajectory:
 def environment_verdict(env: DomainEnvironment) -> FilterResult:
     """The verdict behind `get_reward`, with its typed reason when it fails."""
     return env._verdict()
+
+
+def environment_over(env: DomainEnvironment) -> bool:
+    """Whether the conversation has ended (the user stopped, or the user-turn budget ran out)."""
+    return env._termination is not None
+
+
+def environment_call(env: DomainEnvironment, name: str, arguments: dict[str, Any]) -> str:
+    """Run one tool call by name, as an adapter receives it off the wire: bad arguments or an
+    unknown tool come back as the toolbox's "Error: ..." observation (the model sees and
+    recovers from them), not as a Python error."""
+    if name == USER_TOOL:
+        message = arguments.get("message")
+        return env.send_message_to_user(message if isinstance(message, str) else "")
+    return env._call_tool(name, arguments)
+
+
+def environment_gate(env: DomainEnvironment) -> Verdict:
+    """`trajforge eval`'s verdict on the environment's trajectory: the outcome and every
+    configured check, with all typed reasons (not only the first), for reward metrics."""
+    return gate_verdict(env._trajectory(), env.domain, env.checks)
 
 
 def _tool_method(fn: Callable[..., Any]) -> Callable[..., str]:
