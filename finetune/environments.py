@@ -181,6 +181,28 @@ def environment_verdict(env: DomainEnvironment) -> FilterResult:
     return env._verdict()
 
 
+def domain_tool_defs(domain: Domain) -> list[dict[str, Any]]:
+    """The domain's tools as `{name, description, parameters}` (their own JSON schemas): the
+    provider-agnostic shape `verifiers` and OpenEnv clients hand to a model."""
+    return [
+        {"name": s.name, "description": s.description, "parameters": s.parameters}
+        for s in domain.toolbox.specs
+    ]
+
+
+def user_tool_def() -> dict[str, Any]:
+    """`send_message_to_user` in the same shape, for adapters where talking is a tool call."""
+    return {
+        "name": USER_TOOL,
+        "description": "Send a message to the customer and get the customer's reply.",
+        "parameters": {
+            "type": "object",
+            "properties": {"message": {"type": "string", "description": "What to tell them."}},
+            "required": ["message"],
+        },
+    }
+
+
 def environment_over(env: DomainEnvironment) -> bool:
     """Whether the conversation has ended (the user stopped, or the user-turn budget ran out)."""
     return env._termination is not None

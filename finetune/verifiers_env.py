@@ -38,6 +38,7 @@ from trajforge.finetune.env_tasks import EnvTasks, EnvTaskSource, load_env_tasks
 from trajforge.finetune.environments import (
     DomainEnvironment,
     UserFactory,
+    domain_tool_defs,
     environment_call,
     environment_class,
     environment_gate,
@@ -126,14 +127,6 @@ def gate_rubric(vf: ModuleType, checks: Sequence[TrajectoryFilter]) -> Any:
     for reason in gate_reasons(checks):
         rubric.add_metric(reason_metric(reason))
     return rubric
-
-
-def tool_defs(domain: Domain) -> list[dict[str, Any]]:
-    """The domain's tools in verifiers' provider-agnostic format (their own JSON schemas)."""
-    return [
-        {"name": s.name, "description": s.description, "parameters": s.parameters}
-        for s in domain.toolbox.specs
-    ]
 
 
 def env_system_prompt(domain: Domain) -> str:
@@ -252,7 +245,7 @@ def load_environment(
         env_cls,
         dataset=rows,
         eval_dataset=rows,
-        tool_defs=tool_defs(loaded.domain),
+        tool_defs=domain_tool_defs(loaded.domain),
         rubric=gate_rubric(vf, gate_checks),
         max_turns=max_turns,
         env_id=f"trajforge-{loaded.domain.name}",
