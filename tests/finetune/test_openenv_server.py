@@ -3,6 +3,8 @@ one environment per session, at most --max-sessions, rewards equal to the eval g
 
 from __future__ import annotations
 
+import re
+import shlex
 import socket
 import subprocess
 import sys
@@ -24,6 +26,7 @@ from trajforge.verifiers.gate import gate_verdict
 openenv_core = pytest.importorskip("openenv.core", reason="openenv-core is an optional extra")
 
 ROOT = Path(__file__).resolve().parents[2]
+PAGE = ROOT / "docs/guides/openenv.md"
 DOMAIN = get_domain("retail")
 pytestmark = pytest.mark.timeout(180)
 
@@ -36,13 +39,14 @@ def free_port() -> int:
 
 @pytest.fixture(scope="module")
 def server():
-    """The server process (2 fresh retail tasks that both write, 2 sessions), stopped after."""
+    """The server process, started with docs/guides/openenv.md's command on a free port (2
+    fresh retail tasks that both write, 2 sessions), stopped after."""
     port = free_port()
-    command = [
-        sys.executable, "-m", "trajforge.finetune.openenv_server", "--domain", "retail",
-        "--num-tasks", "2", "--seed", "2", "--port", str(port), "--max-sessions", "2",
-        "--session-timeout", "60", "--max-steps", "40",
-    ]  # fmt: skip
+    (line,) = re.findall(r"```bash\n(.*?)```", PAGE.read_text(), re.S)
+    command = shlex.split(line.replace("\\\n", " "))
+    assert command[:3] == ["python", "-m", "trajforge.finetune.openenv_server"]
+    command[0] = sys.executable
+    command[command.index("--port") + 1] = str(port)
     proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -154,3 +158,10 @@ def test_sessions_are_isolated_and_bounded(server, tasks):
         time.sleep(0.5)  # the server frees the closed session's slot
         with client() as third:
             assert third.reset(task_index=1).observation["task_id"] == tasks[1].task.id
+
+
+def test_the_docs_client_example_runs(server, tasks, capsys):
+    (code,) = re.findall(r"```python\n(.*?)```", PAGE.read_text(), re.S)
+    exec(compile(code.replace("http://127.0.0.1:8000", server), str(PAGE), "exec"), {})
+    printed = capsys.readouterr().out
+    assert "send_message_to_user" in printed and tasks[0].task.id in printed

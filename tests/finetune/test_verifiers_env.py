@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +22,8 @@ from trajforge.generators.agent import oracle_closing, oracle_for
 from trajforge.generators.llm.concurrency import run_all
 from trajforge.schemas import Task, Trajectory
 from trajforge.verifiers.gate import gate_verdict
+
+PAGE = Path(__file__).resolve().parents[2] / "docs/guides/verifiers.md"
 
 try:
     VF = prime_verifiers()
@@ -124,3 +128,18 @@ def test_user_turns_come_back_as_user_messages(env, monkeypatch):
 def test_tools_are_the_domain_tools(env):
     names = {t.name for t in env.tool_defs}
     assert names == {s.name for s in env.env_cls.domain.toolbox.specs}
+
+
+def test_the_docs_example_runs(env, monkeypatch, capsys):
+    """docs/guides/verifiers.md's example, as written, against the scripted model."""
+    (code,) = re.findall(r"```python\n(.*?)```", PAGE.read_text(), re.S)
+    domain = env.env_cls.domain
+    rows = env.get_eval_dataset().to_list()
+    tasks = {r["prompt"][-1]["content"]: Task.from_json(r["info"]["task_json"]) for r in rows}
+    with serve_policy(make_policy(tasks, domain)) as base_url:
+        monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "stub")
+        monkeypatch.setenv("MODEL", "oracle")
+        exec(compile(code, str(PAGE), "exec"), {})
+    printed = capsys.readouterr().out.splitlines()
+    assert sorted(printed) == sorted(f"{t.id} 1.0 []" for t in tasks.values())
