@@ -59,8 +59,9 @@ class Scale(_Frozen):
     held_out: tuple[str, ...] = ()
     golden_fraction: float = Field(default=0.0, ge=0, lt=1)
     device: Literal["cpu", "cuda"] = "cpu"
-    num_tasks: int = Field(ge=8)  # tasks of the main build
-    small_fraction: float = Field(gt=0, lt=1)  # the size curve's smaller training set
+    num_tasks: int = Field(ge=8)  # tasks of the training build (its train split trains)
+    golden_build_tasks: int = Field(ge=8)  # tasks of the golden build (its golden is evaluated)
+    ablation_tasks: int = Field(default=1200, ge=8)  # tasks the noisy teacher plays (ablation)
     hidden: int = Field(ge=16)
     layers: int = Field(ge=1)
     steps: int = Field(ge=1)  # SFT optimizer steps (every training run in the curves)
@@ -71,6 +72,7 @@ class Scale(_Frozen):
     max_tokens: int = Field(ge=8)
     max_turns: int = Field(ge=2)
     max_golden: int | None = None  # None: every golden task (the benchmark's rule)
+    eval_batch: int = Field(default=48, ge=1)  # attempts in flight = rows a generate batches
     opd_steps: int = Field(default=8, ge=1)
 
 
@@ -85,7 +87,6 @@ TOY_HELD_OUT = ("toy/deposit/c1",)
 _TOY = dict(
     domain="toy",
     held_out=TOY_HELD_OUT,
-    small_fraction=0.25,
     hidden=128,
     layers=2,
     learning_rate=3e-3,
@@ -96,16 +97,17 @@ _TOY = dict(
 )
 
 SCALES: dict[str, Scale] = {
-    "full": Scale(**_TOY, num_tasks=220, steps=1200, save_every=300),
-    "reduced": Scale(**_TOY, num_tasks=120, steps=600, save_every=600, max_golden=40),
+    "full": Scale(**_TOY, num_tasks=2400, golden_build_tasks=215, steps=1400, save_every=700),
+    "reduced": Scale(**_TOY, num_tasks=1200, golden_build_tasks=80, steps=700, save_every=700),
     # one CUDA GPU, <= 10 min: retail, templates drawn for golden by the usual hash
     "gpu": Scale(
         domain="retail",
         held_out=(),
         golden_fraction=0.3,
         device="cuda",
-        num_tasks=400,
-        small_fraction=0.25,
+        num_tasks=800,
+        golden_build_tasks=400,
+        ablation_tasks=400,
         hidden=512,
         layers=8,
         steps=1500,
@@ -423,7 +425,8 @@ def evaluate(
         argv = (*cli(), "eval", "--model", str(model), "--tasks", str(tasks), "--split",
                 "golden", "--k", str(scale.k), "--temperature", str(scale.temperature),
                 "--max-tokens", str(scale.max_tokens), "--max-turns", str(scale.max_turns),
-                "--json", str(report_path))  # fmt: skip
+                "--max-in-flight", str(scale.eval_batch), "--max-batch-size",
+                str(scale.eval_batch), "--json", str(report_path))  # fmt: skip
         if scale.max_golden:
             argv += ("--max-tasks", str(scale.max_golden))
         jobs.append(Job(name=f"eval {name} {i}", argv=argv))
@@ -451,28 +454,30 @@ class MainResult(_Frozen):
 
 
 def run_main(rec: Recorder, out: Path, scale: Scale) -> tuple[MainResult, Path, Path]:
-    """Build (all tasks, and a smaller build whose train split is a subset), check the
-    held-out split, train both the same steps side by side, evaluate every model."""
-    small_tasks = max(8, int(scale.num_tasks * scale.small_fraction))
-    (main_job, run), (small_job, small) = (
-        build_job(out, "main", build_config(scale, scale.num_tasks)),
-        build_job(out, "small", build_config(scale, small_tasks)),
+    """Two builds of the same config and seed: the golden build (its golden split is what
+    every model is evaluated on, all of it; its train split is the size curve's small set) and
+    the training build, `num_tasks` long (its train split trains; tasks derive from (seed,
+    index), so its golden holds the golden build's and is never used). Both held-out checks,
+    then the two trainings side by side, then every model evaluated."""
+    (train_job, run), (golden_job, golden) = (
+        build_job(out, "train", build_config(scale, scale.num_tasks)),
+        build_job(out, "golden", build_config(scale, scale.golden_build_tasks)),
     )
-    rec.run_all([main_job, small_job])
-    overlap, small_overlap = held_out_overlap(run, run), held_out_overlap(small, run)
+    rec.run_all([train_job, golden_job])
+    overlap, small_overlap = held_out_overlap(run, golden), held_out_overlap(golden, golden)
     require_disjoint(overlap, "the training split")
     require_disjoint(small_overlap, "the smaller training split")
     base = base_model(rec, out, run, scale)
     (tuned_job, tuned), (small_tuned_job, small_tuned) = (
         sft_job(out, "main", run, base, scale, scale.steps, scale.save_every),
-        sft_job(out, "small", small, base, scale, scale.steps),
+        sft_job(out, "small", golden, base, scale, scale.steps),
     )
     rec.run_all([tuned_job, small_tuned_job])
     steps = [s for s in range(scale.save_every, scale.steps, scale.save_every)]
     models = {"base": base, **{f"step {n}": checkpoint_model(tuned, base, n) for n in steps}}
     models |= {"tuned": tuned / "model", "tuned (small set)": small_tuned / "model"}
-    scores = evaluate(rec, out, "main", models, run, scale)
-    rows = {"main": len(split_rows(run, "train")), "small": len(split_rows(small, "train"))}
+    scores = evaluate(rec, out, "main", models, golden, scale)
+    rows = {"main": len(split_rows(run, "train")), "small": len(split_rows(golden, "train"))}
     step_of = {"base": 0, **{f"step {n}": n for n in steps}, "tuned": scale.steps}
     curve = tuple(
         scores[label].model_copy(update={"steps": step, "train_rows": rows["main"]})
@@ -499,7 +504,7 @@ def run_main(rec: Recorder, out: Path, scale: Scale) -> tuple[MainResult, Path, 
         steps_curve=curve,
         size_curve=size,
     )
-    return result, run, base
+    return result, golden, base
 
 
 class AblationResult(_Frozen):
@@ -524,8 +529,8 @@ def run_ablation(
     """The noisy teacher's rollouts of the main build's tasks, gate on and off; the same base
     trained the same steps (packed rows of equal length: equal tokens) on each."""
     (gated_job, gated), (open_job, open_) = (
-        build_job(out, "noisy-gate", build_config(scale, scale.num_tasks, "rollout")),
-        build_job(out, "noisy-nogate", build_config(scale, scale.num_tasks, "rollout", False)),
+        build_job(out, "noisy-gate", build_config(scale, scale.ablation_tasks, "rollout")),
+        build_job(out, "noisy-nogate", build_config(scale, scale.ablation_tasks, "rollout", False)),
     )
     rec.run_all([gated_job, open_job])
     for run in (gated, open_):
