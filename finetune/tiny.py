@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 
 from trajforge.finetune.families import FAMILY_FILE, TemplateFamily, get_family, saved_family
@@ -68,49 +67,6 @@ def tiny_model(vocab_size: int, seed: int = 0, hidden: int = 64, layers: int = 2
     return LlamaForCausalLM(config)
 
 
-def copy_batch(rng: random.Random, ids: Sequence[int], rows: int, span: int):
-    """(input ids, labels): each row a random token span then the same span again, only the
-    repeat trained. Nothing here comes from any dataset: it is the generic skill (recall an
-    earlier span) that a real model brings from pretraining."""
-    import torch
-
-    inputs, labels = [], []
-    for _ in range(rows):
-        spanned = [rng.choice(ids) for _ in range(span)]
-        inputs.append(spanned + spanned)
-        labels.append([-100] * span + spanned)
-    return torch.tensor(inputs), torch.tensor(labels)
-
-
-def pretrain_copying(model, tokenizer, steps: int, seed: int = 0, rows: int = 16, span: int = 24):
-    """Pretrain `model` to copy earlier spans of arbitrary tokens (induction), in place.
-
-    Why: a model built from a config knows nothing, while the models trainers fine-tune arrive
-    able to repeat a name or an id they were just told. Without that, a tiny model trained on a
-    few hundred conversations memorises training emails instead of copying the user's (the
-    data-value benchmark measured it: no copy after 1,400 SFT steps); with it, the held-out
-    score measures what the conversations teach. Random token spans carry no text of any split.
-    Returns the last step's loss."""
-    import torch
-
-    rng = random.Random(seed)
-    special = set(tokenizer.all_special_ids)
-    ids = [i for i in range(len(tokenizer)) if i not in special]
-    torch.manual_seed(seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    model.train()
-    loss = torch.tensor(float("nan"))
-    for _ in range(steps):
-        inputs, labels = copy_batch(rng, ids, rows, span)
-        loss = model(input_ids=inputs, labels=labels).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-    model.eval()
-    return float(loss)
-
-
 def save_tiny(
     output: Path,
     texts: Iterable[str],
@@ -119,14 +75,10 @@ def save_tiny(
     hidden: int = 64,
     layers: int = 2,
     vocab_size: int = 2000,
-    copy_steps: int = 0,
 ) -> Path:
-    """Train a tokenizer on `texts`, build the model (pretrained `copy_steps` steps to copy
-    spans, see `pretrain_copying`), save both (and the family) to `output`."""
+    """Train a tokenizer on `texts`, build the model, save both (and the family) to `output`."""
     tokenizer = train_tokenizer(texts, family, vocab_size)
     model = tiny_model(len(tokenizer), seed=seed, hidden=hidden, layers=layers)
-    if copy_steps:
-        pretrain_copying(model, tokenizer, copy_steps, seed)
     model.config.eos_token_id = tokenizer.eos_token_id
     model.config.pad_token_id = tokenizer.pad_token_id
     output.mkdir(parents=True, exist_ok=True)
@@ -161,21 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hidden", type=int, default=64, help="hidden size (default 64)")
     parser.add_argument("--layers", type=int, default=2, help="decoder layers (default 2)")
     parser.add_argument("--vocab-size", type=int, default=2000, help="BPE vocabulary (2000)")
-    parser.add_argument(
-        "--copy-steps", type=int, default=0, help="pretrain to copy token spans (default 0)"
-    )
     args = parser.parse_args(argv)
     family = get_family(args.family)
     texts = _corpus(args.data, family)
     path = save_tiny(
-        Path(args.output),
-        texts,
-        family,
-        args.seed,
-        args.hidden,
-        args.layers,
-        args.vocab_size,
-        args.copy_steps,
+        Path(args.output), texts, family, args.seed, args.hidden, args.layers, args.vocab_size
     )
     print(f"tiny {family.name} model written to {path}")
     return 0
