@@ -44,6 +44,7 @@ from trajforge.schemas import (
     Trajectory,
     derive_seed,
 )
+from trajforge.verifiers.gate import Verdict, gate_verdict
 from trajforge.verifiers.outcome import rejection_reason, verify_outcome
 from trajforge.verifiers.protocol import FilterContext, TrajectoryFilter, run_filter
 from trajforge.verifiers.result import FilterResult
@@ -178,6 +179,49 @@ def environment_trajectory(env: DomainEnvironment) -> Trajectory:
 def environment_verdict(env: DomainEnvironment) -> FilterResult:
     """The verdict behind `get_reward`, with its typed reason when it fails."""
     return env._verdict()
+
+
+def domain_tool_defs(domain: Domain) -> list[dict[str, Any]]:
+    """The domain's tools as `{name, description, parameters}` (their own JSON schemas): the
+    provider-agnostic shape `verifiers` and OpenEnv clients hand to a model."""
+    return [
+        {"name": s.name, "description": s.description, "parameters": s.parameters}
+        for s in domain.toolbox.specs
+    ]
+
+
+def user_tool_def() -> dict[str, Any]:
+    """`send_message_to_user` in the same shape, for adapters where talking is a tool call."""
+    return {
+        "name": USER_TOOL,
+        "description": "Send a message to the customer and get the customer's reply.",
+        "parameters": {
+            "type": "object",
+            "properties": {"message": {"type": "string", "description": "What to tell them."}},
+            "required": ["message"],
+        },
+    }
+
+
+def environment_over(env: DomainEnvironment) -> bool:
+    """Whether the conversation has ended (the user stopped, or the user-turn budget ran out)."""
+    return env._termination is not None
+
+
+def environment_call(env: DomainEnvironment, name: str, arguments: dict[str, Any]) -> str:
+    """Run one tool call by name, as an adapter receives it off the wire: bad arguments or an
+    unknown tool come back as the toolbox's "Error: ..." observation (the model sees and
+    recovers from them), not as a Python error."""
+    if name == USER_TOOL:
+        message = arguments.get("message")
+        return env.send_message_to_user(message if isinstance(message, str) else "")
+    return env._call_tool(name, arguments)
+
+
+def environment_gate(env: DomainEnvironment) -> Verdict:
+    """`trajforge eval`'s verdict on the environment's trajectory: the outcome and every
+    configured check, with all typed reasons (not only the first), for reward metrics."""
+    return gate_verdict(env._trajectory(), env.domain, env.checks)
 
 
 def _tool_method(fn: Callable[..., Any]) -> Callable[..., str]:
