@@ -98,7 +98,9 @@ _TOY = dict(
 
 SCALES: dict[str, Scale] = {
     "full": Scale(**_TOY, num_tasks=2400, golden_build_tasks=215, steps=1400, save_every=700),
-    "reduced": Scale(**_TOY, num_tasks=1200, golden_build_tasks=80, steps=700, save_every=700),
+    "reduced": Scale(
+        **_TOY, num_tasks=600, golden_build_tasks=80, ablation_tasks=200, steps=300, save_every=300
+    ),
     # one CUDA GPU, <= 10 min: retail, templates drawn for golden by the usual hash
     "gpu": Scale(
         domain="retail",
