@@ -67,7 +67,8 @@ bench: install bytecode
 # The data-value benchmark (benchmarks/data_value.py): build toy data with a template held out
 # whole, train a tiny model (tokenizer on the train split only) with `trajforge finetune sft`,
 # evaluate base, checkpoints and tuned with `trajforge eval` on every golden task (k = 3, 95%
-# intervals); the gate ablation (noisy teacher) and OPD against more SFT. CPU, offline.
+# intervals); the gate ablation (noisy teacher). OPD against more SFT is opt-in
+# (--parts main,opd). CPU, offline.
 data-value: install bytecode
 	$(PY) benchmarks/data_value.py --out runs/data-value
 
