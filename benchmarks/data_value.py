@@ -485,6 +485,14 @@ def run_main(rec: Recorder, out: Path, scale: Scale) -> tuple[MainResult, Path, 
     curve = tuple(
         scores[label].model_copy(update={"steps": step, "train_rows": rows["main"]})
         for label, step in step_of.items()
+    )[:-1] + (
+        scores["tuned"].model_copy(
+            update={
+                "steps": scale.steps,
+                "train_rows": rows["main"],
+                "tokens": trained_tokens(tuned),
+            }
+        ),
     )
     size = (
         scores["tuned (small set)"].model_copy(
@@ -521,9 +529,13 @@ class AblationResult(_Frozen):
 
 
 def rejection_counts(run_dir: Path) -> dict[str, int]:
+    """Typed reason -> rows the build rejected for it (manifest `outputs.rejected_by_stage`:
+    each row under the first check that refused it)."""
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    reasons = manifest.get("rejections") or manifest.get("rejected_by_reason") or {}
-    return {str(k): int(v) for k, v in reasons.items()} if isinstance(reasons, dict) else {}
+    by_stage = manifest["outputs"]["rejected_by_stage"]
+    return {
+        f"{stage}.{reason}": n for stage, counts in by_stage.items() for reason, n in counts.items()
+    }
 
 
 def run_ablation(
@@ -550,8 +562,20 @@ def run_ablation(
         rows_gate=len(split_rows(gated, "train")),
         rows_no_gate=len(split_rows(open_, "train")),
         gate_rejections=rejection_counts(gated),
-        gate=scores["gate on"].model_copy(update={"tokens": trained_tokens(a)}),
-        no_gate=scores["gate off"].model_copy(update={"tokens": trained_tokens(b)}),
+        gate=scores["gate on"].model_copy(
+            update={
+                "tokens": trained_tokens(a),
+                "steps": scale.steps,
+                "train_rows": len(split_rows(gated, "train")),
+            }
+        ),
+        no_gate=scores["gate off"].model_copy(
+            update={
+                "tokens": trained_tokens(b),
+                "steps": scale.steps,
+                "train_rows": len(split_rows(open_, "train")),
+            }
+        ),
     )
 
 
