@@ -357,10 +357,14 @@ def checkpoint_model(sft_dir: Path, base: Path, step: int) -> Path:
     return target
 
 
+def metrics_lines(run_dir: Path) -> list[dict]:
+    """The lines of a training run's metrics.jsonl (SFT or OPD)."""
+    return [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
 def trained_tokens(sft_dir: Path) -> int:
     """Tokens the run fed the model (its last metrics line), for equal-cost comparisons."""
-    lines = [json.loads(x) for x in (sft_dir / "metrics.jsonl").read_text().splitlines()]
-    return max((x.get("tokens", 0) for x in lines), default=0)
+    return max((x.get("tokens", 0) for x in metrics_lines(sft_dir)), default=0)
 
 
 # --- evaluation ------------------------------------------------------------------------------
@@ -481,28 +485,23 @@ def run_main(rec: Recorder, out: Path, scale: Scale) -> tuple[MainResult, Path, 
     models |= {"tuned": tuned / "model", "tuned (small set)": small_tuned / "model"}
     scores = evaluate(rec, out, "main", models, golden, scale)
     rows = {"main": len(split_rows(run, "train")), "small": len(split_rows(golden, "train"))}
-    step_of = {"base": 0, **{f"step {n}": n for n in steps}, "tuned": scale.steps}
-    curve = tuple(
-        scores[label].model_copy(update={"steps": step, "train_rows": rows["main"]})
-        for label, step in step_of.items()
-    )[:-1] + (
-        scores["tuned"].model_copy(
-            update={
-                "steps": scale.steps,
-                "train_rows": rows["main"],
-                "tokens": trained_tokens(tuned),
-            }
+    step_of = {"base": 0, **{f"step {n}": n for n in steps}}
+    tuned_score = scores["tuned"].model_copy(
+        update={"steps": scale.steps, "train_rows": rows["main"], "tokens": trained_tokens(tuned)}
+    )
+    curve = (
+        *(
+            scores[label].model_copy(update={"steps": step, "train_rows": rows["main"]})
+            for label, step in step_of.items()
         ),
+        tuned_score,
     )
     size = (
         scores["tuned (small set)"].model_copy(
             update={"steps": scale.steps, "train_rows": rows["small"],
                     "tokens": trained_tokens(small_tuned)}
         ),
-        scores["tuned"].model_copy(
-            update={"steps": scale.steps, "train_rows": rows["main"],
-                    "tokens": trained_tokens(tuned)}
-        ),
+        tuned_score,
     )  # fmt: skip
     result = MainResult(
         train_rows=rows["main"],
@@ -647,13 +646,12 @@ def _opd_kl(stdout: str) -> tuple[float, float]:
 
 
 def _opd_student_tokens(opd_dir: Path) -> int:
-    lines = [json.loads(x) for x in (opd_dir / "metrics.jsonl").read_text().splitlines()]
+    lines = metrics_lines(opd_dir)
     return sum(int(x.get("sampled_tokens", x.get("tokens", 0)) or 0) for x in lines)
 
 
 def trained_tokens_per_step(sft_dir: Path) -> float:
-    lines = [json.loads(x) for x in (sft_dir / "metrics.jsonl").read_text().splitlines()]
-    steps = [x for x in lines if "loss" in x]
+    steps = [x for x in metrics_lines(sft_dir) if "loss" in x]
     return steps[-1]["tokens"] / len(steps) if steps else 1.0
 
 
