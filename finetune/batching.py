@@ -128,13 +128,24 @@ def share_of_step(micro: Sequence[Batch], rank: int, processes: int) -> list[Bat
     return share + [without_targets(micro[0])] * (each - len(share))
 
 
+def micro_batch_groups(
+    samples: Sequence[TokenizedSample], *, packing: bool, tokens: int, batch_size: int
+) -> list[list[TokenizedSample]]:
+    """The samples of each micro-batch: packed rows of at most `tokens` tokens, or groups of
+    `batch_size` samples. Cheap (no tensors), so a schedule can be counted without building it."""
+    if packing:
+        return pack_rows(samples, tokens)
+    return [list(samples[i : i + batch_size]) for i in range(0, len(samples), batch_size)]
+
+
+def to_batch(group: Sequence[TokenizedSample], *, packing: bool, pad_id: int) -> Batch:
+    """One micro-batch's tensors: a packed row, or a padded group."""
+    return packed_batch(group) if packing else padded_batch(group, pad_id)
+
+
 def micro_batches(
     samples: Sequence[TokenizedSample], *, packing: bool, tokens: int, batch_size: int, pad_id: int
 ) -> list[Batch]:
     """Packed rows of at most `tokens` tokens, or padded groups of `batch_size` samples."""
-    if packing:
-        return [packed_batch(row) for row in pack_rows(samples, tokens)]
-    return [
-        padded_batch(samples[i : i + batch_size], pad_id)
-        for i in range(0, len(samples), batch_size)
-    ]
+    groups = micro_batch_groups(samples, packing=packing, tokens=tokens, batch_size=batch_size)
+    return [to_batch(g, packing=packing, pad_id=pad_id) for g in groups]

@@ -34,7 +34,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from trajforge.finetune import families
-from trajforge.finetune.batching import Batch, micro_batches, share_of_step, truncate
+from trajforge.finetune.batching import (
+    Batch,
+    micro_batch_groups,
+    micro_batches,
+    share_of_step,
+    to_batch,
+    truncate,
+)
 from trajforge.finetune.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from trajforge.finetune.config import SFTConfig
 from trajforge.finetune.distributed import start_processes, sum_over_processes
@@ -126,31 +133,45 @@ def tokenise_split(
     return kept, stats
 
 
+def epoch_groups(
+    cfg: SFTConfig, samples: Sequence[TokenizedSample], epoch: int
+) -> list[list[TokenizedSample]]:
+    """One epoch's micro-batches as samples, in the seeded order of that epoch."""
+    order = list(range(len(samples)))
+    random.Random(derive_seed("sft", cfg.seed, epoch)).shuffle(order)
+    return micro_batch_groups(
+        [samples[i] for i in order],
+        packing=cfg.packing,
+        tokens=cfg.row_tokens,
+        batch_size=cfg.batch_size,
+    )
+
+
 def step_schedule(
     cfg: SFTConfig, samples: Sequence[TokenizedSample], pad_id: int, processes: int = 1
 ) -> Iterator[list[Batch]]:
     """The optimizer steps' micro-batch groups (grad_accum per process), epoch after epoch: a
-    pure function of the seed, the same in every process."""
+    pure function of the seed, the same in every process. Tensors are built a step at a time."""
+    per_step = cfg.grad_accum * processes
     for epoch in range(cfg.epochs):
-        order = list(range(len(samples)))
-        random.Random(derive_seed("sft", cfg.seed, epoch)).shuffle(order)
-        batches = micro_batches(
-            [samples[i] for i in order],
-            packing=cfg.packing,
-            tokens=cfg.row_tokens,
-            batch_size=cfg.batch_size,
-            pad_id=pad_id,
-        )
-        per_step = cfg.grad_accum * processes
-        for i in range(0, len(batches), per_step):
-            yield batches[i : i + per_step]
+        groups = epoch_groups(cfg, samples, epoch)
+        for i in range(0, len(groups), per_step):
+            yield [
+                to_batch(g, packing=cfg.packing, pad_id=pad_id) for g in groups[i : i + per_step]
+            ]
 
 
-def total_steps(
-    cfg: SFTConfig, samples: Sequence[TokenizedSample], pad_id: int, processes: int = 1
-) -> int:
-    per_run = sum(1 for _ in step_schedule(cfg, samples, pad_id, processes))
-    return min(per_run, cfg.max_steps) if cfg.max_steps else per_run
+def total_steps(cfg: SFTConfig, samples: Sequence[TokenizedSample], processes: int = 1) -> int:
+    """The schedule's length, counted without building a tensor and only as far as `max_steps`
+    (with `--epochs 1000 --max-steps N`, building every epoch's batches to count them cost
+    minutes of CPU before the first step)."""
+    per_step = cfg.grad_accum * processes
+    steps = 0
+    for epoch in range(cfg.epochs):
+        steps += -(-len(epoch_groups(cfg, samples, epoch)) // per_step)
+        if cfg.max_steps and steps >= cfg.max_steps:
+            return cfg.max_steps
+    return steps
 
 
 def _scheduler(optimizer: Any, warmup: int, total: int) -> Any:
@@ -208,7 +229,7 @@ def run_sft(cfg: SFTConfig) -> SFTResult:
     if not train:
         raise ValueError(f"{cfg.data}: no trainable train conversations ({train_stats.dropped})")
     pad_id = tokenizer.pad_token_id
-    steps = total_steps(cfg, train, pad_id, processes)
+    steps = total_steps(cfg, train, processes)
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     scheduler = _scheduler(optimizer, cfg.warmup_steps, steps)

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from tests.finetune.conftest import TOOLS, conversation
+from trajforge.finetune import sft
 from trajforge.finetune.batching import micro_batches, packed_batch, padded_batch
 from trajforge.finetune.config import SFTConfig
 from trajforge.finetune.families import get_family
@@ -85,3 +86,25 @@ def test_lora_trains_only_adapter_weights(model, samples):
     for name, p in lora.named_parameters():
         if not p.requires_grad:
             assert torch.equal(p, frozen[name]), name
+
+
+@pytest.mark.parametrize("packing", [True, False])
+@pytest.mark.parametrize(
+    ("epochs", "max_steps", "grad_accum"), [(3, None, 1), (5, 4, 2), (2, 50, 1)]
+)
+def test_total_steps_is_the_schedules_length_capped_at_max_steps(
+    samples, packing, epochs, max_steps, grad_accum
+):
+    cfg = SFTConfig(
+        data="d", model="m", output="o", packing=packing, row_tokens=64, max_seq_len=64, batch_size=2,
+        epochs=epochs, max_steps=max_steps, grad_accum=grad_accum,
+    )  # fmt: skip
+    whole = len(list(sft.step_schedule(cfg, samples * 3, pad_id=0)))
+    assert sft.total_steps(cfg, samples * 3) == (min(whole, max_steps) if max_steps else whole)
+
+
+def test_total_steps_builds_no_tensor_and_stops_at_max_steps(samples, monkeypatch):
+    """`--epochs 1000 --max-steps N` used to build every epoch's tensors just to count steps."""
+    monkeypatch.setattr(sft, "to_batch", lambda *a, **k: pytest.fail("built a batch to count"))
+    cfg = SFTConfig(data="d", model="m", output="o", epochs=10**9, max_steps=7, batch_size=1)
+    assert sft.total_steps(cfg, samples) == 7
