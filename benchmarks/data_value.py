@@ -135,11 +135,13 @@ def cli() -> list[str]:
 class Phase(_Frozen):
     name: str
     wall_s: float
+    reused: bool = False  # finished by an earlier run with the same command (`--resume`)
 
 
 class Job(_Frozen):
     name: str
     argv: tuple[str, ...]
+    clears: tuple[Path, ...] = ()  # outputs removed just before the job runs (never when reused)
 
 
 class Recorder:
@@ -151,11 +153,14 @@ class Recorder:
     per step for one thread against 0.9-1.3 s for two), and the benchmark has independent
     trainings and evaluations to run side by side."""
 
-    def __init__(self, log: Path, parallel: int = 2, threads: int = 1):
+    def __init__(self, log: Path, parallel: int = 2, threads: int = 1, resume: bool = False):
         self.log = log
         self.parallel = parallel
         self.env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
         self.phases: list[Phase] = []
+        # `--resume`: jobs are reused in order while each finished before with the same command;
+        # the first job that runs turns reuse off for every later one (it may feed them).
+        self.reusing = resume
 
     def run(self, name: str, argv: Sequence[str]) -> str:
         return self.run_all([Job(name=name, argv=tuple(argv))])[0]
@@ -165,27 +170,54 @@ class Recorder:
         log) once the jobs already started have ended."""
         outputs: dict[int, str] = {}
         for first in range(0, len(jobs), self.parallel):
-            wave = list(enumerate(jobs))[first : first + self.parallel]
-            started = time.perf_counter()
-            procs = []
-            for i, job in wave:
-                print(f"[data-value] {job.name}: {' '.join(job.argv)}", flush=True)
-                procs.append((i, job, self._start(job)))
-            failed = []
-            for i, job, proc in procs:
-                proc.wait()
-                stdout, stderr = (self._read(job, stream) for stream in ("out", "err"))
-                with self.log.open("a") as f:
-                    f.write(f"$ {' '.join(job.argv)}\n{stdout}\n{stderr}\n")
-                if proc.returncode != 0:
-                    failed.append(f"{job.name} (exit {proc.returncode}): {stderr[-1500:]}")
-                outputs[i] = stdout
-                self.phases.append(
-                    Phase(name=job.name, wall_s=round(time.perf_counter() - started, 2))
-                )
-            if failed:
-                raise SystemExit(f"data-value: {'; '.join(failed)}\nsee {self.log}")
+            wave = []
+            for i, job in list(enumerate(jobs))[first : first + self.parallel]:
+                if self._reusable(job):
+                    print(f"[data-value] {job.name}: reused (--resume)", flush=True)
+                    outputs[i] = self._read(job, "out")
+                    self.phases.append(Phase(name=job.name, wall_s=0.0, reused=True))
+                else:
+                    self.reusing = False
+                    wave.append((i, job))
+            outputs.update(self._run_wave(wave))
         return [outputs[i] for i in range(len(jobs))]
+
+    def _run_wave(self, wave: Sequence[tuple[int, Job]]) -> dict[int, str]:
+        started = time.perf_counter()
+        procs, outputs, failed = [], {}, []
+        for i, job in wave:
+            print(f"[data-value] {job.name}: {' '.join(job.argv)}", flush=True)
+            for path in job.clears:
+                shutil.rmtree(path, ignore_errors=True)
+            self._stamp(job).unlink(missing_ok=True)
+            procs.append((i, job, self._start(job)))
+        for i, job, proc in procs:
+            proc.wait()
+            stdout, stderr = (self._read(job, stream) for stream in ("out", "err"))
+            with self.log.open("a") as f:
+                f.write(f"$ {' '.join(job.argv)}\n{stdout}\n{stderr}\n")
+            if proc.returncode != 0:
+                failed.append(f"{job.name} (exit {proc.returncode}): {stderr[-1500:]}")
+            else:
+                self._stamp(job).write_text(json.dumps(job.argv))
+            outputs[i] = stdout
+            self.phases.append(Phase(name=job.name, wall_s=round(time.perf_counter() - started, 2)))
+        if failed:
+            raise SystemExit(f"data-value: {'; '.join(failed)}\nsee {self.log}")
+        return outputs
+
+    def _reusable(self, job: Job) -> bool:
+        stamp = self._stamp(job)
+        return (
+            self.reusing
+            and stamp.exists()
+            and json.loads(stamp.read_text()) == list(job.argv)
+            and self._stream(job, "out").exists()
+        )
+
+    def _stamp(self, job: Job) -> Path:
+        """Written when a job succeeds: its command, for `--resume`."""
+        return self._stream(job, "done")
 
     def _stream(self, job: Job, stream: str) -> Path:
         """Where a job's output goes (files, not pipes: two jobs never block on a full pipe)."""
@@ -304,13 +336,10 @@ def require_disjoint(overlap: Overlap, what: str) -> None:
 def base_model(rec: Recorder, out: Path, run_dir: Path, scale: Scale, name: str = "base") -> Path:
     """Tokenizer trained on `run_dir`'s train split only; an untrained tiny Llama."""
     path = out / "models" / name
-    shutil.rmtree(path, ignore_errors=True)
-    rec.run(
-        f"model {name}",
-        (sys.executable, "-m", "trajforge.finetune.tiny", "--output", str(path), "--family",
-         FAMILY, "--data", str(run_dir), "--hidden", str(scale.hidden), "--layers",
-         str(scale.layers), "--seed", str(SEED)),
-    )  # fmt: skip
+    argv = (sys.executable, "-m", "trajforge.finetune.tiny", "--output", str(path), "--family",
+            FAMILY, "--data", str(run_dir), "--hidden", str(scale.hidden), "--layers",
+            str(scale.layers), "--seed", str(SEED))  # fmt: skip
+    rec.run_all([Job(name=f"model {name}", argv=argv, clears=(path,))])
     return path
 
 
@@ -325,7 +354,6 @@ def sft_job(
 ) -> tuple[Job, Path]:
     """`trajforge finetune sft`, full fine-tune, into OUT/sft/NAME (final model in ./model)."""
     path = out / "sft" / name
-    shutil.rmtree(path, ignore_errors=True)
     argv = (*cli(), "finetune", "sft", "--data", str(data), "--model", str(model), "--output",
             str(path), "--method", "full", "--learning-rate", str(scale.learning_rate),
             "--max-steps", str(steps), "--epochs", "1000", "--max-seq-len", "2048",
@@ -333,7 +361,7 @@ def sft_job(
             str(SEED), "--no-progress")  # fmt: skip
     if save_every:
         argv += ("--save-every", str(save_every))
-    return Job(name=f"sft {name}", argv=argv), path
+    return Job(name=f"sft {name}", argv=argv, clears=(path,)), path
 
 
 def checkpoint_model(sft_dir: Path, base: Path, step: int) -> Path:
@@ -601,15 +629,12 @@ def run_opd(rec: Recorder, out: Path, scale: Scale, run: Path, base: Path) -> OP
     rec.run_all([teacher_job, student_job])
     teacher, student = teacher_dir / "model", student_dir / "model"
     opd_dir = out / "opd" / "student"
-    shutil.rmtree(opd_dir, ignore_errors=True)
-    stdout = rec.run(
-        "opd",
-        (*cli(), "finetune", "opd", "--student", str(student), "--teacher", str(teacher),
+    opd_argv = (*cli(), "finetune", "opd", "--student", str(student), "--teacher", str(teacher),
          "--output", str(opd_dir), "--tasks", str(run), "--split", "train", "--steps",
          str(scale.opd_steps), "--rollouts-per-step", "4", "--max-new-tokens",
          str(scale.max_tokens), "--max-turns", str(scale.max_turns), "--learning-rate", "1e-4",
-         "--seed", str(SEED), "--no-pass-k"),
-    )  # fmt: skip
+         "--seed", str(SEED), "--no-pass-k")  # fmt: skip
+    (stdout,) = rec.run_all([Job(name="opd", argv=opd_argv, clears=(opd_dir,))])
     kl = _opd_kl(stdout)
     opd_tokens = _opd_student_tokens(opd_dir)
     more_steps = max(
@@ -708,6 +733,11 @@ def failure_rows(scores: Sequence[Score]) -> list[str]:
     return lines
 
 
+def _reused_note(phases: Sequence[Phase]) -> str:
+    reused = [p.name for p in phases if p.reused]
+    return f", not counting {len(reused)} jobs reused from an earlier run" if reused else ""
+
+
 def markdown(report: DataValueReport, command: str) -> str:
     m, k = report.main, report.scale.k
     c = report.conditions
@@ -716,7 +746,8 @@ def markdown(report: DataValueReport, command: str) -> str:
         "",
         f"Command: `{command}` (scale `{c.scale}`; {c.cpus} CPUs, {c.parallel} processes "
         f"side by side, {c.torch_threads} torch thread(s) each, load average {c.load_average_start[0]:.1f} at start, "
-        f"{c.load_average_end[0]:.1f} at end; {c.wall_s / 60:.1f} min wall).",
+        f"{c.load_average_end[0]:.1f} at end; {c.wall_s / 60:.1f} min wall"
+        f"{_reused_note(report.phases)}).",
         "",
         f"Held out: every `{report.held_out_template}` task ({m.golden_tasks} golden tasks), "
         f"{k} attempts each at temperature {report.scale.temperature}. Training: {m.train_rows} "
@@ -756,7 +787,10 @@ def markdown(report: DataValueReport, command: str) -> str:
             *score_rows([o.teacher, o.student, o.opd, o.more_sft], k),
         ]
     out += ["", "| phase | wall s |", "|---|---|"]
-    out += [f"| {p.name} | {p.wall_s:.1f} |" for p in report.phases]
+    out += [
+        f"| {p.name} | {'reused (--resume)' if p.reused else f'{p.wall_s:.1f}'} |"
+        for p in report.phases
+    ]
     return "\n".join(out) + "\n"
 
 
@@ -826,6 +860,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--parallel", type=int, default=2, help="processes side by side (2)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads a process (1)")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="reuse the jobs an earlier run in --out finished with the same commands, in order, "
+        "up to the first that must run (same code and data assumed: do not resume across a "
+        "code change)",
+    )
     args = parser.parse_args(argv)
     parts = set(args.parts.split(","))
     unknown = parts - {"main", "ablation", "opd"}
@@ -839,8 +880,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "commands.log").write_text("")
-    rec = Recorder(out / "commands.log", args.parallel, args.threads)
+    if not args.resume:
+        (out / "commands.log").write_text("")
+    rec = Recorder(out / "commands.log", args.parallel, args.threads, resume=args.resume)
     load_start, started = os.getloadavg(), time.perf_counter()
     main_result, run, base = run_main(rec, out, scale)
     ablation = run_ablation(rec, out, scale, run, base) if "ablation" in parts else None

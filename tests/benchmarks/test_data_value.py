@@ -107,6 +107,38 @@ def test_a_failed_step_names_its_log(tmp_path):
         rec.run("broken", [sys.executable, "-c", "raise SystemExit(3)"])
 
 
+def _counting_job(tmp_path, name: str, argv_tag: str = "") -> dv.Job:
+    """A job that appends its name to runs.txt, so a test can see which jobs really ran."""
+    code = f"open({str(tmp_path / 'runs.txt')!r}, 'a').write({name!r} + '\\n'); print('out-{name}')"
+    return dv.Job(name=name, argv=(sys.executable, "-c", code + argv_tag))
+
+
+def test_resume_reuses_finished_jobs_in_order_up_to_the_first_that_must_run(tmp_path):
+    jobs = [_counting_job(tmp_path, n) for n in ("a", "b", "c")]
+    assert dv.Recorder(tmp_path / "log").run_all(jobs) == ["out-a\n", "out-b\n", "out-c\n"]
+    # b's command changed: a is reused, b runs, and c runs too (b may feed it)
+    changed = [jobs[0], _counting_job(tmp_path, "b", " # v2"), jobs[2]]
+    rec = dv.Recorder(tmp_path / "log", resume=True)
+    assert rec.run_all(changed) == ["out-a\n", "out-b\n", "out-c\n"]
+    assert (tmp_path / "runs.txt").read_text().split() == ["a", "b", "c", "b", "c"]
+    assert [p.reused for p in rec.phases] == [True, False, False]
+    # without --resume everything runs again
+    dv.Recorder(tmp_path / "log").run_all(jobs[:1])
+    assert (tmp_path / "runs.txt").read_text().split()[-1] == "a"
+
+
+def test_a_failed_job_is_not_reused_and_its_outputs_are_cleared_before_it_runs(tmp_path):
+    stale = tmp_path / "model"
+    stale.mkdir()
+    failing = dv.Job(name="x", argv=(sys.executable, "-c", "raise SystemExit(2)"), clears=(stale,))
+    with pytest.raises(SystemExit):
+        dv.Recorder(tmp_path / "log").run_all([failing])
+    assert not stale.exists()
+    rec = dv.Recorder(tmp_path / "log", resume=True)
+    with pytest.raises(SystemExit):
+        rec.run_all([failing])
+
+
 @pytest.mark.slow  # ~5-8 min on two idle cores: two builds, two SFT runs, three evaluations
 @pytest.mark.timeout(2400)
 def test_the_reduced_benchmark_evaluates_every_golden_task_with_intervals(tmp_path):
