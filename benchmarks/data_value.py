@@ -41,7 +41,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -488,7 +488,15 @@ class MainResult(_Frozen):
     size_curve: tuple[Score, ...]  # smaller training set, full training set (same steps)
 
 
-def run_main(rec: Recorder, out: Path, scale: Scale) -> tuple[MainResult, Path, Path]:
+class Runs(NamedTuple):
+    """What the main part built, for the other parts."""
+
+    train: Path  # the training build: its train split trains every model
+    golden: Path  # the golden build: its golden split evaluates every model
+    base: Path  # the untrained model (tokenizer from the training build's train split)
+
+
+def run_main(rec: Recorder, out: Path, scale: Scale) -> tuple[MainResult, Runs]:
     """Two builds of the same config and seed: the golden build (its golden split is what
     every model is evaluated on, all of it; its train split is the size curve's small set) and
     the training build, `num_tasks` long (its train split trains; tasks derive from (seed,
@@ -542,7 +550,7 @@ def run_main(rec: Recorder, out: Path, scale: Scale) -> tuple[MainResult, Path, 
         steps_curve=curve,
         size_curve=size,
     )
-    return result, golden, base
+    return result, Runs(train=run, golden=golden, base=base)
 
 
 class AblationResult(_Frozen):
@@ -616,8 +624,11 @@ class OPDResult(_Frozen):
     opd_student_tokens: int
 
 
-def run_opd(rec: Recorder, out: Path, scale: Scale, run: Path, base: Path) -> OPDResult:
-    """A larger SFT teacher; a smaller, briefly trained student; OPD vs more SFT."""
+def run_opd(rec: Recorder, out: Path, scale: Scale, runs: Runs) -> OPDResult:
+    """A larger SFT teacher; a smaller, briefly trained student; OPD vs more SFT. All of them
+    train on the main part's training build (OPD plays its train tasks) and are evaluated on
+    the golden build's golden split."""
+    run = runs.train
     big = scale.model_copy(update={"hidden": scale.hidden * 2})
     small = scale.model_copy(update={"hidden": max(16, scale.hidden // 2)})
     teacher_base = base_model(rec, out, run, big, "teacher-base")
@@ -647,7 +658,7 @@ def run_opd(rec: Recorder, out: Path, scale: Scale, run: Path, base: Path) -> OP
         rec, out, "opd",
         {"teacher": teacher, "student": student, "student + OPD": opd_dir / "model",
          "student + SFT": more},
-        run, scale,
+        runs.golden, scale,
     )  # fmt: skip
     return OPDResult(
         teacher=scores["teacher"],
@@ -884,9 +895,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         (out / "commands.log").write_text("")
     rec = Recorder(out / "commands.log", args.parallel, args.threads, resume=args.resume)
     load_start, started = os.getloadavg(), time.perf_counter()
-    main_result, run, base = run_main(rec, out, scale)
-    ablation = run_ablation(rec, out, scale, run, base) if "ablation" in parts else None
-    opd = run_opd(rec, out, scale, run, base) if "opd" in parts else None
+    main_result, runs = run_main(rec, out, scale)
+    ablation = (
+        run_ablation(rec, out, scale, runs.golden, runs.base) if "ablation" in parts else None
+    )
+    opd = run_opd(rec, out, scale, runs) if "opd" in parts else None
     report = DataValueReport(
         scale=scale,
         held_out_template=", ".join(scale.held_out) or f"{scale.golden_fraction:g} of templates",
