@@ -115,10 +115,15 @@ def _counting_job(tmp_path, name: str, argv_tag: str = "") -> dv.Job:
 
 def test_resume_reuses_finished_jobs_in_order_up_to_the_first_that_must_run(tmp_path):
     jobs = [_counting_job(tmp_path, n) for n in ("a", "b", "c")]
-    assert dv.Recorder(tmp_path / "log").run_all(jobs) == ["out-a\n", "out-b\n", "out-c\n"]
+    # one at a time: two jobs side by side would append to runs.txt in either order
+    assert dv.Recorder(tmp_path / "log", parallel=1).run_all(jobs) == [
+        "out-a\n",
+        "out-b\n",
+        "out-c\n",
+    ]
     # b's command changed: a is reused, b runs, and c runs too (b may feed it)
     changed = [jobs[0], _counting_job(tmp_path, "b", " # v2"), jobs[2]]
-    rec = dv.Recorder(tmp_path / "log", resume=True)
+    rec = dv.Recorder(tmp_path / "log", parallel=1, resume=True)
     assert rec.run_all(changed) == ["out-a\n", "out-b\n", "out-c\n"]
     assert (tmp_path / "runs.txt").read_text().split() == ["a", "b", "c", "b", "c"]
     assert [p.reused for p in rec.phases] == [True, False, False]
