@@ -189,6 +189,9 @@ class OracleAgent:
             )
         if done < len(gold):
             action = gold[done]
+            ask = _ask_first(self._task, action, messages) if self._user_tools else None
+            if ask is not None:  # dual control: the caller's details asked for, not known
+                return AgentTurn(Message(role="assistant", content=ask))
             if _writes(action, tools) and not _just_confirmed(messages):
                 seen = [m.content or "" for m in messages if m.role == "tool"]
                 prompt = confirm_prompt(
@@ -204,6 +207,18 @@ class OracleAgent:
             return AgentTurn(Message(role="assistant", content=None, tool_calls=(call,)))
         final = _final_message(self._task, messages, tools, self._phrasing)
         return AgentTurn(Message(role="assistant", content=final))
+
+
+def _ask_first(task: Task, action: GoldAction, messages: Sequence[Message]) -> str | None:
+    """A question for the known info `action` uses that the user has not said yet (the
+    answer-before-evidence filter refuses an id the agent could not have known). Only the
+    dual-control oracle asks: the others' references are pinned by their tests."""
+    said = " ".join(m.content or "" for m in messages if m.role == "user")
+    values = {str(v) for v in action.arguments.values()}
+    for label, value in task.scenario.known_info.items():
+        if value in values and value not in said:
+            return f"Could you tell me your {label}?"
+    return None
 
 
 def _gold_done(
@@ -232,9 +247,7 @@ def oracle_for(task: Task, domain: Any) -> OracleAgent:
     """The oracle for `task` in `domain`, speaking with that domain's phrasing table (a plugin
     domain's too: the name alone only finds the built-in ones) and asking its user to act
     with its user tools' words (dual control)."""
-    return OracleAgent(
-        task, domain_option(domain, "phrasing"), domain_option(domain, "user_tools")
-    )
+    return OracleAgent(task, domain_option(domain, "phrasing"), domain_option(domain, "user_tools"))
 
 
 def _domain_phrasing(name: str) -> Phrasing:

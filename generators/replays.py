@@ -189,7 +189,9 @@ def remember_final(domain: Domain, init: InitialState, calls: Sequence[ToolCall]
 
 
 def _domain_key(domain: Domain, init: InitialState, calls: Sequence[ToolCall]) -> str:
-    return replay_key(world_of(domain.name, world_toolbox(domain), domain.initial_state), init, calls)
+    return replay_key(
+        world_of(domain.name, world_toolbox(domain), domain.initial_state), init, calls
+    )
 
 
 def register_template(

@@ -279,9 +279,7 @@ def _execute_calls(
 
 def tool_message(call: ToolCall, content: str, actor: Actor = "agent") -> Message:
     """The tool message that answers `call` in the conversation (`actor`: whose call it was)."""
-    return Message(
-        role="tool", content=content, tool_call_id=call.id, name=call.name, actor=actor
-    )
+    return Message(role="tool", content=content, tool_call_id=call.id, name=call.name, actor=actor)
 
 
 def step_record(index: int, turn: int, call: ToolCall, execution: ToolExecution) -> StepRecord:

@@ -33,6 +33,7 @@ class Line(BaseModel):
 
     line_id: str
     owner: str
+    email: str  # how the caller is identified
     phone_number: str
     status: LineStatus = "active"
     registration: Registration = "ok"  # "stale": the network lost the phone; reset it
@@ -81,6 +82,7 @@ def generate_state(seed: int) -> PhoneState:
         line = Line(
             line_id=line_id,
             owner=f"{first} {last}",
+            email=f"{first.lower()}.{last.lower()}{rng.randint(1, 99)}@example.com",
             phone_number=f"555-01{rng.randrange(10, 100)}-{i}",
             status="suspended" if i == suspended else "active",
         )

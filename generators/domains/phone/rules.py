@@ -1,6 +1,6 @@
 """The phone domain's `policy.md` as checkable rules (see generators/policy_rules.py).
 
-The generic rules: identify the caller by the phone-number lookup first; act only on the line
+The generic rules: identify the caller by the email lookup first; act only on the line
 that lookup returned; confirm each line change with its line id; change only active lines; one
 tool call at a time; transfer only when the request is outside the tools. And one of dual
 control's own: never tell the customer they did something on their phone that they never did
@@ -18,7 +18,7 @@ from trajforge.schemas import Trajectory
 _ACTIVE = StatusRule(object_arg="line_id", allowed=("active",))
 
 PHONE_RULES = PolicyRules(
-    auth_tools=("find_line_by_phone",),
+    auth_tools=("find_line_by_email",),
     owner_field="line_id",
     confirm_details=("line_id",),
     status_rules={

@@ -104,7 +104,7 @@ VOCABULARY = DomainVocabulary(
 
 class PhoneTaskSpace:
     """The caller is the owner of the line in hand; every conversation opens with the
-    phone-number lookup and a read of the line."""
+    email lookup and a read of the line."""
 
     builders = SUBGOAL_BUILDERS
 
@@ -115,15 +115,20 @@ class PhoneTaskSpace:
         line = state.lines[actor]
         return Opening(
             (
-                act("find_line_by_phone", phone_number=line.phone_number),
+                act("find_line_by_email", email=line.email),
                 act("get_line", line_id=actor),
             ),
-            {"name": line.owner, "phone number": line.phone_number},
+            {"name": line.owner, "email": line.email},
         )
 
     def become(self, state: PhoneState, actor: str, persona: Persona) -> tuple[StatePatch, ...]:
-        """The line's owner renamed to the persona."""
-        return (StatePatch(path=f"lines.{actor}.owner", value=persona.name),)
+        """The line's owner renamed to the persona, with an email in that name."""
+        first, _, last = persona.name.lower().partition(" ")
+        email = f"{first}.{last.replace(' ', '')}{actor.lstrip('#L')}@example.com"
+        return (
+            StatePatch(path=f"lines.{actor}.owner", value=persona.name),
+            StatePatch(path=f"lines.{actor}.email", value=email),
+        )
 
 
 def _instructions(plan: Plan, state: PhoneState, persona: Persona) -> str:

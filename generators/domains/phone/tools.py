@@ -27,16 +27,16 @@ def _active(state: PhoneState, line_id: str) -> Line:
 
 
 @tool("read")
-def find_line_by_phone(state: PhoneState, phone_number: str) -> str:
-    """Find the id of the line with a phone number.
+def find_line_by_email(state: PhoneState, email: str) -> str:
+    """Find the id of the line registered to an email address.
 
     Args:
-        phone_number: The customer's phone number, such as '555-0142-0'.
+        email: The line owner's email, such as 'ana.costa7@example.com'.
     """
     for line in state.lines.values():
-        if line.phone_number == phone_number.strip():
+        if line.email.lower() == email.strip().lower():
             return line.line_id
-    raise ToolError(f"no line with phone number {phone_number}")
+    raise ToolError(f"no line with email {email}")
 
 
 @tool("read")
@@ -103,7 +103,7 @@ def transfer_to_human_agents(state: PhoneState, summary: str) -> str:
 
 
 TOOLS = (
-    find_line_by_phone,
+    find_line_by_email,
     get_line,
     reset_registration,
     lift_data_bar,
