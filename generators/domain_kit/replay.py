@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from trajforge.generators.tooling import LiveDump, Toolbox
 from trajforge.generators.user_tools import gold_call
-from trajforge.schemas import GoldAction, StatePatch, ToolCall
+from trajforge.schemas import GoldAction, StatePatch
 
 S = TypeVar("S", bound=BaseModel)
 
