@@ -6,11 +6,10 @@ from pathlib import Path
 
 import yaml
 
+from tests.pipelines.test_toy_build import build
 from trajforge.generators.domains import get_domain
 from trajforge.pipelines.cli import main
 from trajforge.schemas import Trajectory
-
-from tests.pipelines.test_toy_build import build
 
 PHONE_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "phone.yaml"
 
