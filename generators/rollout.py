@@ -14,7 +14,7 @@ them): a trainer records the turns of a rollout without re-implementing this loo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -92,19 +92,23 @@ class _Run:
         return derive_seed(self.task.id, "rollout", self.seed, self.turn, role, *extra)
 
     def visible_conversation(self) -> list[Message]:
-        """What the user sees: user messages and the agent's text, never the agent's tool
-        traffic (its own tool calls and their results, in a dual-control domain, it does)."""
-        return [
-            m if m.by_user_tools else Message(role=m.role, content=m.content)
-            for m in self.messages
-            if m.by_user_tools or (m.role in ("user", "assistant") and m.content)
-        ]
+        return visible_conversation(self.messages)
 
     def agent_conversation(self) -> tuple[Message, ...]:
         """What the agent sees: everything but the user's own tool traffic."""
         if self.user_tools is None:
             return tuple(self.messages)
         return tuple(agent_view(self.messages))
+
+
+def visible_conversation(messages: Sequence[Message]) -> list[Message]:
+    """What the user sees: user messages and the agent's text, never the agent's tool
+    traffic (its own tool calls and their results, in a dual-control domain, it does)."""
+    return [
+        m if m.by_user_tools else Message(role=m.role, content=m.content)
+        for m in messages
+        if m.by_user_tools or (m.role in ("user", "assistant") and m.content)
+    ]
 
 
 async def run_rollout(
@@ -230,16 +234,39 @@ async def _agent_acts(run: _Run, agent: AgentPolicy, *, max_steps: int) -> Termi
 def _user_acts(run: _Run, message: Message) -> None:
     """Run the user's calls on its own tools (marked as the user's, never the agent's)."""
     assert run.user_tools is not None
+    messages, steps = user_acts(
+        message,
+        run.user_tools,
+        lambda call: run.live.execute(run.user_tools.toolbox, run.state, call),  # type: ignore[union-attr]
+        len(run.user_steps),
+        run.turn,
+    )
+    for m in messages:
+        run.append(m)
+    run.user_steps.extend(steps)
+    run.world_calls.extend(s.call for s in steps)
+
+
+def user_acts(
+    message: Message,
+    user_tools: UserTools,
+    execute: Callable[[ToolCall], ToolExecution],
+    first_index: int,
+    turn: int,
+) -> tuple[list[Message], list[StepRecord]]:
+    """A user turn of calls on its own tools, run by `execute`: the marked call message, each
+    result (actor "user") and each step record, indexed from `first_index` (the user's own
+    count). Shared by the rollout loop and the training environments."""
     calls = tuple(
-        c.model_copy(update={"actor": "user", "id": f"user_call_{len(run.user_steps) + i}"})
+        c.model_copy(update={"actor": "user", "id": f"user_call_{first_index + i}"})
         for i, c in enumerate(message.tool_calls)
     )
-    run.append(user_call_message(calls))
+    messages, steps = [user_call_message(calls)], []
     for call in calls:
-        execution = run.live.execute(run.user_tools.toolbox, run.state, call)
-        run.append(tool_message(call, execution.observation, actor="user"))
-        run.user_steps.append(step_record(len(run.user_steps), run.turn, call, execution))
-        run.world_calls.append(call)
+        execution = execute(call)
+        messages.append(tool_message(call, execution.observation, actor="user"))
+        steps.append(step_record(first_index + len(steps), turn, call, execution))
+    return messages, steps
 
 
 def _within_step_limit(message: Message, room: int) -> tuple[Message, int]:

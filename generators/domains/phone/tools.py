@@ -41,7 +41,7 @@ def find_line_by_email(state: PhoneState, email: str) -> str:
 
 @tool("read")
 def get_line(state: PhoneState, line_id: str) -> dict:
-    """Look up a line: owner, number, status, network registration, data bar and roaming.
+    """Look up a line: owner, email, number, status, registration, data bar and roaming.
 
     Args:
         line_id: The line id, such as '#L2001'.
@@ -51,8 +51,7 @@ def get_line(state: PhoneState, line_id: str) -> dict:
 
 @tool("write", touches=entry("lines", "line_id"))
 def reset_registration(state: PhoneState, line_id: str) -> dict:
-    """Reset an active line's network registration (the network lost the phone). The phone
-    must be restarted afterwards to register again.
+    """Reset an active line's network registration; the phone must restart to register again.
 
     Args:
         line_id: The line id.
