@@ -221,7 +221,7 @@ class TrajforgeAgentLoop:
         return assistant, [] if environment_over(env) else [{"role": "user", "content": reply}]
 
     def _render(self, messages: list[dict[str, Any]]) -> list[int]:
-        return list(
+        return _ids(
             self.tokenizer.apply_chat_template(
                 messages, tools=self.tools, add_generation_prompt=True, tokenize=True
             )
@@ -230,8 +230,8 @@ class TrajforgeAgentLoop:
     def _delta(self, observations: list[dict[str, Any]]) -> list[int]:
         """The tokens `observations` add, then the next generation prompt: rendered after an
         anchor turn and cut at the anchor's length (no system prompt, no tools block)."""
-        anchor = list(self.tokenizer.apply_chat_template([_ANCHOR], tokenize=True))
-        full = list(
+        anchor = _ids(self.tokenizer.apply_chat_template([_ANCHOR], tokenize=True))
+        full = _ids(
             self.tokenizer.apply_chat_template(
                 [_ANCHOR, *observations], add_generation_prompt=True, tokenize=True
             )
@@ -263,6 +263,14 @@ class TrajforgeAgentLoop:
                 "trajforge_task_id": env._require_task().id,
             },
         )
+
+
+def _ids(rendered: Any) -> list[int]:
+    """Token ids from `apply_chat_template(tokenize=True)`: a list, or (transformers 5) a
+    mapping holding `input_ids`."""
+    if isinstance(rendered, Mapping) or hasattr(rendered, "keys"):
+        rendered = rendered["input_ids"]
+    return [int(i) for i in rendered]
 
 
 def task_json_of(fields: Mapping[str, Any]) -> str:
