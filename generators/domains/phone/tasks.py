@@ -21,6 +21,7 @@ from trajforge.generators.domain_kit import (
     SynthesisRecipe,
     act,
     generic_instructions,
+    owner_patches,
     synthesize,
 )
 from trajforge.generators.domains.phone.data_model import PhoneState
@@ -123,12 +124,7 @@ class PhoneTaskSpace:
 
     def become(self, state: PhoneState, actor: str, persona: Persona) -> tuple[StatePatch, ...]:
         """The line's owner renamed to the persona, with an email in that name."""
-        first, _, last = persona.name.lower().partition(" ")
-        email = f"{first}.{last.replace(' ', '')}{actor.lstrip('#L')}@example.com"
-        return (
-            StatePatch(path=f"lines.{actor}.owner", value=persona.name),
-            StatePatch(path=f"lines.{actor}.email", value=email),
-        )
+        return owner_patches("lines", actor, persona, "#L")
 
 
 def _instructions(plan: Plan, state: PhoneState, persona: Persona) -> str:
