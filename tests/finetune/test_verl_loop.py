@@ -9,6 +9,7 @@ import json
 import pytest
 
 from tests.finetune.chat_policy_stub import scripted_agent_turn
+from tests.finetune.conftest import trained_spans
 from trajforge.finetune.environments import environment_trajectory
 from trajforge.finetune.evaluate import CHECKS
 from trajforge.finetune.families import get_family
@@ -97,15 +98,7 @@ def test_only_the_models_tokens_are_trained(tokenizer):
     out, loop, server = _run(tokenizer, domain, task, "oracle")
     assert len(out.response_ids) == len(out.response_mask) == len(out.response_logprobs)
     # the trained spans are exactly the sampled turns, in order, never re-encoded
-    spans, current = [], []
-    for token, trained in zip(out.response_ids, out.response_mask, strict=True):
-        if trained:
-            current.append(token)
-        elif current:
-            spans.append(current)
-            current = []
-    spans += [current] if current else []
-    assert spans == server.generated
+    assert trained_spans(out.response_ids, out.response_mask) == server.generated
     untrained = tokenizer.decode(
         [t for t, m in zip(out.response_ids, out.response_mask, strict=True) if not m]
     )
