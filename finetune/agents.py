@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict
 
 from trajforge.finetune.families import TemplateFamily, resolve_family
 from trajforge.generators.agent import AgentPolicy, LLMAgent, oracle_for
-from trajforge.generators.tooling import Domain
+from trajforge.generators.tooling import Domain, domain_option
 from trajforge.generators.user import LLMUser, ScriptedUser, UserSimulator
 from trajforge.schemas import LLMClient, SamplingParams, Task
 
@@ -121,9 +121,17 @@ def user_factory(
     as the agent's, oracle excepted); one client shared by every attempt, built here. The
     user samples with `LLMUser`'s defaults, each attempt with its own seed."""
     if spec is None:
-        return lambda task, domain: ScriptedUser(task)
+        return lambda task, domain: ScriptedUser(
+            task, user_tools=domain_option(domain, "user_tools")
+        )
     if spec.kind == "oracle":
         raise ValueError("--user-model: the oracle is an agent, not a user")
     client = _client(spec, family, base_url)
     model = spec.target or spec.label
-    return lambda task, domain: LLMUser(client, model, task, vocabulary=domain.vocabulary)
+    return lambda task, domain: LLMUser(
+        client,
+        model,
+        task,
+        vocabulary=domain.vocabulary,
+        user_tools=domain_option(domain, "user_tools"),
+    )

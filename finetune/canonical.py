@@ -90,5 +90,8 @@ def _family_shaped(messages: Sequence[Message], family: TemplateFamily) -> list[
 
 def canonical_messages(messages: Sequence[Message], family: TemplateFamily) -> list[dict[str, Any]]:
     """Messages as the family's template takes them: arguments as dicts, tool content as
-    strings, None keys dropped, control tokens sanitised, turns split where the family needs."""
-    return [_message_dict(m, family) for m in _family_shaped(messages, family)]
+    strings, None keys dropped, control tokens sanitised, turns split where the family needs.
+    A simulated user's own tool traffic (dual control, `Message.actor == "user"`) is dropped:
+    the agent never saw it, so it is neither context nor trained tokens."""
+    agent_side = [m for m in messages if not m.by_user_tools]
+    return [_message_dict(m, family) for m in _family_shaped(agent_side, family)]

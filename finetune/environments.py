@@ -22,6 +22,7 @@ tool results, which GRPO never trains on.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, get_type_hints
@@ -31,9 +32,15 @@ from pydantic import BaseModel
 from trajforge.finetune.evaluate import CHECKS as EVAL_CHECKS
 from trajforge.generators.llm.concurrency import run_all
 from trajforge.generators.prompts import agent_system_prompt
-from trajforge.generators.rollout import step_record, tool_message
-from trajforge.generators.tooling import Domain, state_hash
+from trajforge.generators.rollout import (
+    step_record,
+    tool_message,
+    user_acts,
+    visible_conversation,
+)
+from trajforge.generators.tooling import Domain, domain_option, state_hash
 from trajforge.generators.user import ScriptedUser, UserSimulator
+from trajforge.generators.user_tools import MAX_USER_TOOL_ROUNDS
 from trajforge.schemas import (
     Message,
     Provenance,
@@ -74,6 +81,7 @@ class DomainEnvironment:
         self._user: UserSimulator | None = None
         self._messages: list[Message] = []
         self._steps: list[StepRecord] = []
+        self._user_steps: list[StepRecord] = []  # dual control: the user's own tool calls
         self._termination: TerminationReason | None = None
         self._user_turns = 0
 
@@ -86,6 +94,7 @@ class DomainEnvironment:
         self._user = type(self).user_factory(task)
         self._messages = [Message(role="system", content=system_prompt(self.domain))]
         self._steps = []
+        self._user_steps = []
         self._termination = None
         self._user_turns = 0
         return self._user_says()
@@ -116,9 +125,16 @@ class DomainEnvironment:
     def _user_says(self) -> str:
         task = self._require_task()
         assert self._user is not None
-        visible = [m for m in self._messages if m.role in ("user", "assistant") and m.content]
-        seed = derive_seed(task.id, "environment_user", self._user_turns)
-        turn = run_all([self._user.reply(visible, seed)], max_in_flight=1)[0]
+        for round_ in range(MAX_USER_TOOL_ROUNDS + 1):
+            visible = visible_conversation(self._messages)
+            later = (round_,) if round_ else ()  # round 0: the seed it always had
+            seed = derive_seed(task.id, "environment_user", self._user_turns, *later)
+            turn = run_all([self._user.reply(visible, seed)], max_in_flight=1)[0]
+            if not turn.message.by_user_tools:
+                break
+            if not self._user_acts(turn.message, last_round=round_ == MAX_USER_TOOL_ROUNDS):
+                self._termination = "max_turns"  # a user that only calls tools: it is over
+                return CONVERSATION_OVER
         self._user_turns += 1
         self._messages.append(turn.message)
         if turn.stop is not None:
@@ -126,6 +142,25 @@ class DomainEnvironment:
         elif self._user_turns >= self.max_user_turns:
             self._termination = "max_turns"
         return turn.message.content or ""
+
+    def _user_acts(self, message: Message, last_round: bool) -> bool:
+        """Dual control: the user's calls on its own tools, run and recorded as the user's
+        (False, nothing run: a user without tools, or one that never stops calling them)."""
+        user_tools = domain_option(self.domain, "user_tools")
+        if user_tools is None or last_round:
+            return False
+        assert self._state is not None
+        state = self._state
+        messages, steps = user_acts(
+            message,
+            user_tools,
+            lambda call: user_tools.toolbox.execute(state, call),
+            len(self._user_steps),
+            self._user_turns,
+        )
+        self._messages.extend(messages)
+        self._user_steps.extend(steps)
+        return True
 
     def _call_tool(self, name: str, arguments: dict[str, Any]) -> str:
         """Run one call through the domain's toolbox and record it like the rollout loop."""
@@ -146,6 +181,7 @@ class DomainEnvironment:
             mode="rollout",
             messages=tuple(self._messages),
             steps=tuple(self._steps),
+            user_steps=tuple(self._user_steps),
             termination=self._termination or "max_turns",
             final_state_hash=state_hash(self._state),
             provenance=Provenance(models={"agent": "trl"}, seeds={}),
@@ -247,17 +283,24 @@ def _tool_method(fn: Callable[..., Any]) -> Callable[..., str]:
 def environment_class(
     domain: Domain,
     *,
-    user_factory: UserFactory = ScriptedUser,
+    user_factory: UserFactory | None = None,
     checks: Sequence[TrajectoryFilter] | None = None,
     max_user_turns: int = 30,
 ) -> type[DomainEnvironment]:
     """A `DomainEnvironment` subclass for `domain`, ready for `environment_factory=`.
+
+    `user_factory` None is the scripted user, with the domain's user tools when it has any
+    (dual control: the user takes the steps on its side the agent asks for).
 
     `checks` None (the default) is evaluation's gate, so a trajectory that reaches the gold
     state by skipping a confirmation earns 0, as it fails `trajforge eval`; `checks=()` rewards
     the outcome alone (an explicit opt-out)."""
     if checks is None:
         checks = EVAL_CHECKS
+    if user_factory is None:
+        user_factory = functools.partial(
+            ScriptedUser, user_tools=domain_option(domain, "user_tools")
+        )
     functions = domain.toolbox.functions()
     clashes = {fn.__name__ for fn in functions} & {USER_TOOL, "reset", "get_reward"}
     if clashes:

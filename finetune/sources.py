@@ -329,6 +329,7 @@ def _message(raw: Any) -> Message:
         tool_calls=tuple(_call(c) for c in raw.get("tool_calls") or ()),
         tool_call_id=raw.get("tool_call_id") or None,
         name=raw.get("name") or None,
+        actor=raw.get("actor") or "agent",  # "user": dual control's marker (dropped in render)
     )
 
 

@@ -47,7 +47,6 @@ from trajforge.finetune.environments import (
 )
 from trajforge.generators.prompts import agent_system_prompt
 from trajforge.generators.tooling import Domain
-from trajforge.generators.user import ScriptedUser
 from trajforge.verifiers.gate import Verdict
 from trajforge.verifiers.outcome import OutcomeGate
 from trajforge.verifiers.protocol import TrajectoryFilter
@@ -219,13 +218,14 @@ def load_environment(
     max_turns: int = 40,
     max_user_turns: int = 30,
     checks: Sequence[TrajectoryFilter] | None = None,
-    user_factory: UserFactory = ScriptedUser,
+    user_factory: UserFactory | None = None,
 ) -> Any:
     """The `verifiers` entry point: `vf.load_environment`-style keyword arguments.
 
     `tasks` a finished run directory (its `split`, golden by default) or None for `num_tasks`
     fresh tasks from `seed`; `max_turns` caps model turns, `max_user_turns` the user's;
-    `checks` None is `trajforge eval`'s gate (the domain's policy rules), `()` outcome only."""
+    `checks` None is `trajforge eval`'s gate (the domain's policy rules), `()` outcome only;
+    `user_factory` None the scripted user (with the domain's user tools, if it has any)."""
     from trajforge.finetune.evaluate import CHECKS
 
     vf = prime_verifiers()

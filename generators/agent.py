@@ -24,6 +24,7 @@ from trajforge.generators.domains import DOMAINS
 from trajforge.generators.phrasing import NO_PHRASING, Phrasing
 from trajforge.generators.tooling import domain_option
 from trajforge.generators.user import asks_confirmation, response_cost
+from trajforge.generators.user_tools import UserTools
 from trajforge.schemas import (
     ChatRequest,
     Cost,
@@ -162,17 +163,35 @@ class OracleAgent:
     rules check), so oracle trajectories are references the policy filter keeps.
     """
 
-    def __init__(self, task: Task, phrasing: Phrasing | None = None):
+    def __init__(
+        self, task: Task, phrasing: Phrasing | None = None, user_tools: UserTools | None = None
+    ):
         self._task = task
         self._phrasing = _domain_phrasing(task.domain) if phrasing is None else phrasing
+        if user_tools is None and any(a.actor == "user" for a in task.gold_actions):
+            user_tools = domain_option(DOMAINS.get(task.domain), "user_tools")
+        self._user_tools = user_tools
 
     async def act(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], seed: int
     ) -> AgentTurn:
         issued = sum(len(m.tool_calls) for m in messages if m.role == "assistant")
         gold = self._task.gold_actions
-        if issued < len(gold):
-            action = gold[issued]
+        done = _gold_done(gold, issued, messages, self._user_tools)
+        if done < len(gold) and gold[done].actor == "user":
+            if self._user_tools is None:  # _gold_done stops at it only without words for it
+                raise ValueError(
+                    f"task {self._task.id}: its gold plan has user actions but the oracle has "
+                    "no user_tools; build it with oracle_for(task, domain)"
+                )
+            return AgentTurn(
+                Message(role="assistant", content=self._user_tools.instruction(gold[done]))
+            )
+        if done < len(gold):
+            action = gold[done]
+            ask = _ask_first(self._task, action, messages) if self._user_tools else None
+            if ask is not None:  # dual control: the caller's details asked for, not known
+                return AgentTurn(Message(role="assistant", content=ask))
             if _writes(action, tools) and not _just_confirmed(messages):
                 seen = [m.content or "" for m in messages if m.role == "tool"]
                 prompt = confirm_prompt(
@@ -190,10 +209,45 @@ class OracleAgent:
         return AgentTurn(Message(role="assistant", content=final))
 
 
+def _ask_first(task: Task, action: GoldAction, messages: Sequence[Message]) -> str | None:
+    """A question for the known info `action` uses that the user has not said yet (the
+    answer-before-evidence filter refuses an id the agent could not have known). Only the
+    dual-control oracle asks: the others' references are pinned by their tests."""
+    said = " ".join(m.content or "" for m in messages if m.role == "user")
+    values = {str(v) for v in action.arguments.values()}
+    for label, value in task.scenario.known_info.items():
+        if value in values and value not in said:
+            return f"Could you tell me your {label}?"
+    return None
+
+
+def _gold_done(
+    gold: Sequence[GoldAction],
+    issued: int,
+    messages: Sequence[Message],
+    user_tools: UserTools | None,
+) -> int:
+    """How many gold actions the oracle has taken: its calls, and (dual control) the user
+    actions it has asked for, in plan order (it never sees the user's calls, only its words)."""
+    said = {m.content for m in messages if m.role == "assistant" and m.content}
+    done = calls = 0
+    for action in gold:
+        if action.actor == "user":
+            if user_tools is None or user_tools.instruction(action) not in said:
+                break
+        elif calls < issued:
+            calls += 1
+        else:
+            break
+        done += 1
+    return done
+
+
 def oracle_for(task: Task, domain: Any) -> OracleAgent:
     """The oracle for `task` in `domain`, speaking with that domain's phrasing table (a plugin
-    domain's too: the name alone only finds the built-in ones)."""
-    return OracleAgent(task, domain_option(domain, "phrasing"))
+    domain's too: the name alone only finds the built-in ones) and asking its user to act
+    with its user tools' words (dual control)."""
+    return OracleAgent(task, domain_option(domain, "phrasing"), domain_option(domain, "user_tools"))
 
 
 def _domain_phrasing(name: str) -> Phrasing:

@@ -98,6 +98,7 @@ def _member_checks() -> Mapping[str, tuple[Callable[[Any], bool], str]]:
     from trajforge.generators.phrasing import Phrasing
     from trajforge.generators.policy_rules import ClaimTypes, PolicyRules, TrajectoryCheck
     from trajforge.generators.tooling import OPTIONAL_DOMAIN_MEMBERS, Toolbox
+    from trajforge.generators.user_tools import UserTools
     from trajforge.generators.vocabulary import DomainVocabulary
 
     checks: dict[str, tuple[Callable[[Any], bool], str]] = {
@@ -125,6 +126,10 @@ def _member_checks() -> Mapping[str, tuple[Callable[[Any], bool], str]]:
         ),
         "confirm_writes": (lambda v: isinstance(v, bool), "a bool"),
         "phrasing": (lambda v: isinstance(v, Phrasing), "a Phrasing"),
+        "user_tools": (
+            lambda v: v is None or isinstance(v, UserTools),
+            "UserTools or None (generators/user_tools.py)",
+        ),
     }
     assert set(OPTIONAL_DOMAIN_MEMBERS) <= set(checks), "an optional member has no check"
     return MappingProxyType(checks)

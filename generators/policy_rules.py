@@ -31,6 +31,7 @@ RULE_IDS: MappingProxyType[str, str] = MappingProxyType(
         "policy.status_not_allowed": "a write on an object in a status the policy forbids",
         "policy.needless_transfer": "a transfer to a human for a request the tools can handle",
         "policy.cite_read_documents": "citing a document not read, or one not stating the fact",
+        "policy.claimed_user_action": "telling the user they did something they never did",
     }
 )
 

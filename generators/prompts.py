@@ -58,8 +58,8 @@ def training_message(message: Message) -> Message | None:
     (and the `tool_call_id` answering them) as `template_call_id` gives them; a tool result
     keeps its `name` (the function it answers: vLLM's Hermes template requires it)."""
     content = strip_control_tokens(message.content)
-    if message.role == "user" and not content:
-        return None
+    if message.role == "user" and not content and not message.tool_calls:
+        return None  # (a dual-control user's tool calls stay, marked with their actor)
     if (
         content == message.content
         and (content or not message.tool_calls)
@@ -76,6 +76,7 @@ def training_message(message: Message) -> Message | None:
         ),
         tool_call_id=template_call_id(message.tool_call_id),
         name=message.name,
+        actor=message.actor,
     )
 
 

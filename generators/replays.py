@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from trajforge.generators.tooling import Domain, LiveDump, Toolbox
+from trajforge.generators.user_tools import gold_call, world_toolbox
 from trajforge.generators.world_templates import TEMPLATES, CowCopy, WorldTemplate, template_key
 from trajforge.schemas import GoldAction, InitialState, ToolCall, content_hash
 
@@ -92,7 +93,7 @@ def replay_key(world: list[str], init: InitialState, calls: Iterable[ToolCall]) 
         [
             world,
             init.model_dump(mode="json"),
-            [[c.name, c.arguments, c.parse_error] for c in calls],
+            [[c.name, c.arguments, c.parse_error, *([c.actor] * c.by_user)] for c in calls],
         ]
     )
 
@@ -106,10 +107,9 @@ def world_of(
 
 
 def gold_calls(actions: Iterable[GoldAction]) -> list[ToolCall]:
-    """The gold plan as tool calls, so it runs through the same boundary as the agent's."""
-    return [
-        ToolCall(id=f"gold_{i}", name=a.name, arguments=a.arguments) for i, a in enumerate(actions)
-    ]
+    """The gold plan as tool calls (each by its action's actor), so it runs through the same
+    boundary as the agent's."""
+    return [gold_call(a, i) for i, a in enumerate(actions)]
 
 
 def run_replay(
@@ -171,8 +171,8 @@ def replay(
 def replay_domain(
     domain: Domain, init: InitialState, calls: Sequence[ToolCall], prefixes: bool = False
 ) -> Replay:
-    """`replay` with a domain's name, tools and world."""
-    return replay(domain.name, domain.toolbox, domain.initial_state, init, calls, prefixes)
+    """`replay` with a domain's name, tools (the user's too, `world_toolbox`) and world."""
+    return replay(domain.name, world_toolbox(domain), domain.initial_state, init, calls, prefixes)
 
 
 def recorded(domain: Domain, init: InitialState, calls: Sequence[ToolCall]) -> Replay | None:
@@ -189,7 +189,9 @@ def remember_final(domain: Domain, init: InitialState, calls: Sequence[ToolCall]
 
 
 def _domain_key(domain: Domain, init: InitialState, calls: Sequence[ToolCall]) -> str:
-    return replay_key(world_of(domain.name, domain.toolbox, domain.initial_state), init, calls)
+    return replay_key(
+        world_of(domain.name, world_toolbox(domain), domain.initial_state), init, calls
+    )
 
 
 def register_template(
@@ -210,7 +212,7 @@ def register_template(
 def template_of(domain: Domain, init: InitialState, take: bool = False) -> WorldTemplate | None:
     """This process's template of `domain`'s world `init`, if it has one (`take`: and
     forget it, for its last reader)."""
-    key = template_key(world_of(domain.name, domain.toolbox, domain.initial_state), init)
+    key = template_key(world_of(domain.name, world_toolbox(domain), domain.initial_state), init)
     return TEMPLATES.take(key) if take else TEMPLATES.get(key)
 
 
@@ -221,7 +223,7 @@ def taken_world(domain: Domain, init: InitialState) -> BaseModel | None:
     replay, is finished; the rollout takes its own through `live_world`), so the first stage
     that builds the task's world after synthesis (the blueprint's skeleton, a rollout that
     missed) gets it without validating, and a template no rollout takes is freed then."""
-    key = template_key(world_of(domain.name, domain.toolbox, domain.initial_state), init)
+    key = template_key(world_of(domain.name, world_toolbox(domain), domain.initial_state), init)
     template = TEMPLATES.take(key)
     return template.state if template is not None else None
 

@@ -14,7 +14,7 @@ them): a trainer records the turns of a rollout without re-implementing this loo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -23,9 +23,16 @@ from pydantic import BaseModel
 from trajforge.generators.agent import AgentPolicy, AgentTurn
 from trajforge.generators.prompts import TRANSFER_TOKEN, agent_system_prompt
 from trajforge.generators.replays import gold_calls, live_world, recorded, remember_final
-from trajforge.generators.tooling import Domain, LiveDump, ToolExecution
+from trajforge.generators.tooling import Domain, LiveDump, ToolExecution, domain_option
 from trajforge.generators.user import UserSimulator
+from trajforge.generators.user_tools import (
+    MAX_USER_TOOL_ROUNDS,
+    UserTools,
+    agent_view,
+    user_call_message,
+)
 from trajforge.schemas import (
+    Actor,
     Cost,
     Message,
     Provenance,
@@ -69,6 +76,11 @@ class _Run:
     observer: RolloutObserver | None = None
     #: The live state's current dump, shared by consecutive writes and the final hash.
     live: LiveDump = field(default_factory=LiveDump)
+    #: Dual control: the simulated user's own tools (None: it has none), its executions,
+    #: and every call that ran on the world, both actors', in order (what replays run).
+    user_tools: UserTools | None = None
+    user_steps: list[StepRecord] = field(default_factory=list)
+    world_calls: list[ToolCall] = field(default_factory=list)
 
     def append(self, message: Message, turn: AgentTurn | None = None) -> None:
         """Add a message to the conversation and tell the observer, if any."""
@@ -80,12 +92,23 @@ class _Run:
         return derive_seed(self.task.id, "rollout", self.seed, self.turn, role, *extra)
 
     def visible_conversation(self) -> list[Message]:
-        """What the user sees: user messages and the agent's text, never tool traffic."""
-        return [
-            Message(role=m.role, content=m.content)
-            for m in self.messages
-            if m.role in ("user", "assistant") and m.content
-        ]
+        return visible_conversation(self.messages)
+
+    def agent_conversation(self) -> tuple[Message, ...]:
+        """What the agent sees: everything but the user's own tool traffic."""
+        if self.user_tools is None:
+            return tuple(self.messages)
+        return tuple(agent_view(self.messages))
+
+
+def visible_conversation(messages: Sequence[Message]) -> list[Message]:
+    """What the user sees: user messages and the agent's text, never the agent's tool
+    traffic (its own tool calls and their results, in a dual-control domain, it does)."""
+    return [
+        m if m.by_user_tools else Message(role=m.role, content=m.content)
+        for m in messages
+        if m.by_user_tools or (m.role in ("user", "assistant") and m.content)
+    ]
 
 
 async def run_rollout(
@@ -110,6 +133,7 @@ async def run_rollout(
         messages=[],
         observer=observer,
         live=live,
+        user_tools=domain_option(domain, "user_tools"),
     )
     run.append(
         Message(role="system", content=agent_system_prompt(domain.policy, domain.vocabulary))
@@ -117,7 +141,7 @@ async def run_rollout(
     termination = await _converse(run, agent, user, max_turns=max_turns, max_steps=max_steps)
     final_hash = run.live.state_hash(run.state)
     # The outcome check replays exactly these calls on a fresh state: it reads this instead.
-    remember_final(domain, task.initial_state, [s.call for s in run.steps], final_hash)
+    remember_final(domain, task.initial_state, run.world_calls, final_hash)
     return Trajectory.create(
         task=task,
         mode="rollout",
@@ -127,6 +151,7 @@ async def run_rollout(
         final_state_hash=final_hash,
         cost=run.cost,
         provenance=provenance,
+        user_steps=tuple(run.user_steps),
     )
 
 
@@ -154,8 +179,21 @@ async def _converse(
 
 
 async def _user_speaks(run: _Run, user: UserSimulator) -> TerminationReason | None:
-    turn = await user.reply(run.visible_conversation(), run.llm_seed("user"))
-    run.cost = run.cost + turn.cost
+    """The user's next turn; in a dual-control domain first any calls it makes on its own
+    tools (each round's results shown to it before it speaks again)."""
+    for round_ in range(MAX_USER_TOOL_ROUNDS + 1):
+        seed = run.llm_seed("user", *([round_] if round_ else []))  # round 0: as before
+        turn = await user.reply(run.visible_conversation(), seed)
+        run.cost = run.cost + turn.cost
+        if not turn.message.by_user_tools:
+            break
+        if run.user_tools is None or round_ == MAX_USER_TOOL_ROUNDS:
+            raise Rejected(
+                "role_confusion",
+                f"task {run.task.id} turn {run.turn}: the user called tools "
+                + ("it does not have" if run.user_tools is None else "without ever speaking"),
+            )
+        _user_acts(run, turn.message)
     if turn.role_confused:
         raise Rejected(
             "role_confusion",
@@ -174,7 +212,7 @@ async def _agent_acts(run: _Run, agent: AgentPolicy, *, max_steps: int) -> Termi
         if len(run.steps) >= max_steps:
             return "max_steps"
         turn = await agent.act(
-            tuple(run.messages), run.domain.toolbox.specs, run.llm_seed("agent", attempt)
+            run.agent_conversation(), run.domain.toolbox.specs, run.llm_seed("agent", attempt)
         )
         attempt += 1
         run.cost = run.cost + turn.cost
@@ -191,6 +229,44 @@ async def _agent_acts(run: _Run, agent: AgentPolicy, *, max_steps: int) -> Termi
             return "transfer" if TRANSFER_TOKEN in (message.content or "") else None
         if _execute_calls(run, message.tool_calls, max_steps=max_steps, dropped=dropped):
             return "transfer"
+
+
+def _user_acts(run: _Run, message: Message) -> None:
+    """Run the user's calls on its own tools (marked as the user's, never the agent's)."""
+    assert run.user_tools is not None
+    messages, steps = user_acts(
+        message,
+        run.user_tools,
+        lambda call: run.live.execute(run.user_tools.toolbox, run.state, call),  # type: ignore[union-attr]
+        len(run.user_steps),
+        run.turn,
+    )
+    for m in messages:
+        run.append(m)
+    run.user_steps.extend(steps)
+    run.world_calls.extend(s.call for s in steps)
+
+
+def user_acts(
+    message: Message,
+    user_tools: UserTools,
+    execute: Callable[[ToolCall], ToolExecution],
+    first_index: int,
+    turn: int,
+) -> tuple[list[Message], list[StepRecord]]:
+    """A user turn of calls on its own tools, run by `execute`: the marked call message, each
+    result (actor "user") and each step record, indexed from `first_index` (the user's own
+    count). Shared by the rollout loop and the training environments."""
+    calls = tuple(
+        c.model_copy(update={"actor": "user", "id": f"user_call_{first_index + i}"})
+        for i, c in enumerate(message.tool_calls)
+    )
+    messages, steps = [user_call_message(calls)], []
+    for call in calls:
+        execution = execute(call)
+        messages.append(tool_message(call, execution.observation, actor="user"))
+        steps.append(step_record(first_index + len(steps), turn, call, execution))
+    return messages, steps
 
 
 def _within_step_limit(message: Message, room: int) -> tuple[Message, int]:
@@ -222,14 +298,15 @@ def _execute_calls(
         execution = run.live.execute(run.domain.toolbox, run.state, call)
         run.append(tool_message(call, execution.observation))
         run.steps.append(step_record(len(run.steps), run.turn, call, execution))
+        run.world_calls.append(call)
         spec = run.domain.toolbox.spec(call.name)
         transferred |= execution.error is None and spec is not None and spec.kind == "transfer"
     return transferred
 
 
-def tool_message(call: ToolCall, content: str) -> Message:
-    """The tool message that answers `call` in the conversation."""
-    return Message(role="tool", content=content, tool_call_id=call.id, name=call.name)
+def tool_message(call: ToolCall, content: str, actor: Actor = "agent") -> Message:
+    """The tool message that answers `call` in the conversation (`actor`: whose call it was)."""
+    return Message(role="tool", content=content, tool_call_id=call.id, name=call.name, actor=actor)
 
 
 def step_record(index: int, turn: int, call: ToolCall, execution: ToolExecution) -> StepRecord:

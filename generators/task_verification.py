@@ -24,6 +24,7 @@ import re
 
 from trajforge.generators.replays import gold_calls, replay_domain
 from trajforge.generators.tooling import Domain, TaskRejected
+from trajforge.generators.user_tools import world_toolbox
 from trajforge.generators.values import leaf_strings
 from trajforge.schemas import Task, TaskVerification
 
@@ -43,11 +44,12 @@ MIN_CONSTANT_LENGTH = 3
 
 
 def _write_indices(domain: Domain, task: Task) -> list[int]:
-    """Positions of gold actions whose tool is a state-changing write (not read/think/transfer)."""
+    """Positions of gold actions whose tool is a state-changing write (not read/think/transfer),
+    the user's own writes included (dual control)."""
     return [
         i
         for i, action in enumerate(task.gold_actions)
-        if (spec := domain.toolbox.spec(action.name)) is not None and spec.kind == "write"
+        if (spec := world_toolbox(domain).spec(action.name)) is not None and spec.kind == "write"
     ]
 
 

@@ -395,8 +395,9 @@ class Domain(Protocol):
 #: The optional members of a `Domain`, and what a domain that does not declare one gets: its
 #: checkable policy (`PolicyRules`; none: the policy checker passes everything), the entity
 #: types its claims are checked by (`ClaimTypes`), extra outcome checks (trajectory -> problem
-#: or None), whether the blueprint asks for confirmation before each write, and the agent's
-#: words for its objects (`Phrasing`). One table, so every reader falls back the same way.
+#: or None), whether the blueprint asks for confirmation before each write, the agent's
+#: words for its objects (`Phrasing`), and the simulated user's own tools (`UserTools`, for
+#: dual-control domains; none by default). One table, so every reader falls back the same way.
 OPTIONAL_DOMAIN_MEMBERS: Mapping[str, Any] = MappingProxyType(
     {
         "policy_rules": None,
@@ -406,6 +407,8 @@ OPTIONAL_DOMAIN_MEMBERS: Mapping[str, Any] = MappingProxyType(
         "call_meanings": MappingProxyType({}),  # tool -> arguments' meaning, for loop detection
         "confirm_writes": True,
         "phrasing": NO_PHRASING,
+        # UserTools (generators/user_tools.py): the simulated user's own tools; None: none
+        "user_tools": None,
     }
 )
 

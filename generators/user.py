@@ -26,6 +26,7 @@ from trajforge.generators.prompts import (
     user_system_prompt,
 )
 from trajforge.generators.roles import out_of_role
+from trajforge.generators.user_tools import UserTools, performed, user_call_message
 from trajforge.generators.vocabulary import GENERIC_VOCABULARY, DomainVocabulary
 from trajforge.generators.voice import UserVoice, info_label
 from trajforge.schemas import (
@@ -37,13 +38,18 @@ from trajforge.schemas import (
     SamplingParams,
     Task,
     TerminationReason,
+    ToolCall,
     derive_seed,
 )
 
 
 @dataclass(frozen=True)
 class UserTurn:
-    """One user message, the termination it asks for (if any), and what it cost."""
+    """One user message, the termination it asks for (if any), and what it cost.
+
+    In a dual-control domain the message may instead be the user's calls on its own tools
+    (`user_tools.user_call_message`: actor "user"); the rollout runs them, shows the user the
+    results and asks it again."""
 
     message: Message  # role="user"
     stop: TerminationReason | None = None  # user_stop / transfer / out_of_scope
@@ -105,6 +111,10 @@ def flip_roles(conversation: Sequence[Message]) -> list[Message]:
     """The conversation as the user-LLM sees it: agent text is 'user', its own is 'assistant'."""
     flipped = [Message(role="user", content=AGENT_GREETING)]
     for m in conversation:
+        if m.by_user_tools:  # its own tool calls (its turns) and their results
+            role = "assistant" if m.role == "user" else m.role
+            flipped.append(m.model_copy(update={"role": role, "actor": "agent"}))
+            continue
         if not m.content:
             continue
         if m.role == "assistant":
@@ -139,17 +149,22 @@ class LLMUser:
         task: Task,
         sampling: SamplingParams | None = None,
         vocabulary: DomainVocabulary = GENERIC_VOCABULARY,
+        user_tools: UserTools | None = None,
     ):
         self._llm = llm
         self._model = model
         self._sampling = sampling or SamplingParams(temperature=0.7, max_tokens=200)
         self._vocabulary = vocabulary
         self._system = Message(role="system", content=user_system_prompt(task, vocabulary))
+        #: Dual control: the user's own tools, offered to the model as functions.
+        self._tools = user_tools.toolbox.specs if user_tools is not None else ()
 
     async def reply(self, conversation: Sequence[Message], seed: int) -> UserTurn:
         messages = [self._system, *flip_roles(conversation)]
         first = await self._ask(messages, seed)
         cost = response_cost(first)
+        if self._calls_own_tools(first):
+            return UserTurn(message=user_call_message(first.message.tool_calls), cost=cost)
         text = _user_text(first)
         verbs = self._vocabulary.action_verbs
         if not _confused(first, text, verbs):
@@ -160,9 +175,19 @@ class LLMUser:
         text = _user_text(second)
         return _turn(text, cost, role_confused=_confused(second, text, verbs))
 
+    def _calls_own_tools(self, response: ChatResponse) -> bool:
+        """The reply calls only tools the user holds (any other call is out of role)."""
+        names = {t.name for t in self._tools}
+        calls = response.message.tool_calls
+        return bool(calls) and all(c.name in names for c in calls)
+
     async def _ask(self, messages: list[Message], seed: int) -> ChatResponse:
         request = ChatRequest(
-            model=self._model, messages=tuple(messages), sampling=self._sampling, seed=seed
+            model=self._model,
+            messages=tuple(messages),
+            sampling=self._sampling,
+            seed=seed,
+            tools=self._tools,
         )
         return await self._llm.complete(request)
 
@@ -242,19 +267,42 @@ class ScriptedUser:
     again: the conversation in which an agent can act after a refusal (the policy forbids it).
     """
 
-    def __init__(self, task: Task, decline_first: bool = False):
+    def __init__(
+        self, task: Task, decline_first: bool = False, user_tools: UserTools | None = None
+    ):
         self._scenario = task.scenario
         self._voice = UserVoice.of(task.persona, task.id)
         self._decline_first = decline_first
+        self._user_tools = user_tools
 
     async def reply(self, conversation: Sequence[Message], seed: int) -> UserTurn:
+        calls = self.requested_calls(conversation)
+        if calls:
+            return UserTurn(message=user_call_message(calls))
         return _turn(self.next_text(conversation), Cost())
+
+    def requested_calls(self, conversation: Sequence[Message]) -> tuple[ToolCall, ...]:
+        """Dual control: the calls on its own tools the agent's last text asks for, unless
+        the user already made them after it (it does what it is told, once)."""
+        if self._user_tools is None:
+            return ()
+        last = _last_agent_text(conversation)
+        if last is None or any(m.by_user_tools for m in conversation[last + 1 :]):
+            return ()
+        actions = self._user_tools.requested(conversation[last].content or "")
+        return tuple(
+            ToolCall(id=f"user_{i}", name=a.name, arguments=a.arguments, actor="user")
+            for i, a in enumerate(actions)
+        )
 
     def next_text(self, conversation: Sequence[Message]) -> str:
         agent_texts = [m.content for m in conversation if m.role == "assistant" and m.content]
         voice, reason = self._voice, self._scenario.reason_for_contact
         if not agent_texts:
             return voice.opening(reason)
+        acted = _results_since_agent_spoke(conversation)
+        if acted:
+            return " ".join(acted)
         said = " ".join(m.content or "" for m in conversation if m.role == "user")
         turn = sum(m.role == "user" for m in conversation)
         last = agent_texts[-1]
@@ -281,3 +329,23 @@ class ScriptedUser:
         if unrevealed:
             return voice.give(*unrevealed[0], turn)
         return voice.nudge(turn)
+
+
+def _last_agent_text(conversation: Sequence[Message]) -> int | None:
+    """Index of the agent's last text message, if it has said anything."""
+    for i in range(len(conversation) - 1, -1, -1):
+        if conversation[i].role == "assistant" and conversation[i].content:
+            return i
+    return None
+
+
+def _results_since_agent_spoke(conversation: Sequence[Message]) -> list[str]:
+    """What the user's own tool calls since the agent's last text showed, as it tells them."""
+    last = _last_agent_text(conversation)
+    since = conversation[last + 1 :] if last is not None else conversation
+    return [
+        f"I tried, but it says: {text.removeprefix('Error: ')}"
+        if text.startswith("Error")
+        else f"Okay, done. {text}"
+        for _, text in performed(since)
+    ]

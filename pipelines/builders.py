@@ -15,7 +15,7 @@ from typing import Any
 
 from trajforge.generators.agent import AgentPolicy, LLMAgent, oracle_for
 from trajforge.generators.noisy_teacher import noisy_teacher_for
-from trajforge.generators.tooling import Domain
+from trajforge.generators.tooling import Domain, domain_option
 from trajforge.generators.user import LLMUser, ScriptedUser, UserSimulator, declines_first
 from trajforge.pipelines.config import BuildConfig
 from trajforge.schemas import Task
@@ -65,9 +65,18 @@ def _agent_factory(config: BuildConfig, clients: Any) -> Callable[[Task, Domain,
 def _user_factory(config: BuildConfig, clients: Any) -> Callable[[Task, Domain], UserSimulator]:
     if config.rollout.user == "scripted":
         rate = config.rollout.user_declines_first
-        return lambda task, domain: ScriptedUser(task, declines_first(task.id, rate))
+        return lambda task, domain: ScriptedUser(
+            task, declines_first(task.id, rate), domain_option(domain, "user_tools")
+        )
     client, model = clients.user, clients.models["user"]
-    return lambda task, domain: LLMUser(client, model, task, config.sampling, domain.vocabulary)
+    return lambda task, domain: LLMUser(
+        client,
+        model,
+        task,
+        config.sampling,
+        domain.vocabulary,
+        domain_option(domain, "user_tools"),
+    )
 
 
 def build_judge(config: BuildConfig, clients: Any) -> TrajectoryJudge:

@@ -37,7 +37,7 @@ from trajforge.schemas.task import (
     TaskVerification,
     UserScenario,
 )
-from trajforge.schemas.tools import Message, ToolCall, ToolKind, ToolSpec
+from trajforge.schemas.tools import Actor, Message, ToolCall, ToolKind, ToolSpec
 from trajforge.schemas.trajectory import (
     Cost,
     DiffEntry,
@@ -95,6 +95,7 @@ __all__ = [
     "UserScenario",
     "Message",
     "ToolCall",
+    "Actor",
     "ToolKind",
     "ToolSpec",
     "Cost",

@@ -96,6 +96,7 @@ BuiltinReason = Literal[
     "policy.status_not_allowed",
     "policy.needless_transfer",
     "policy.cite_read_documents",
+    "policy.claimed_user_action",
     # k attempts per task (rollout.attempts): a passing attempt whose messages repeat an
     # earlier one of its task, and a task no attempt of which passed (its pass rate recorded)
     "duplicate_attempt",

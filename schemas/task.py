@@ -8,6 +8,7 @@ from pydantic import Field, StringConstraints
 
 from trajforge.schemas.base import SCHEMA_VERSION, Record
 from trajforge.schemas.persona import Persona
+from trajforge.schemas.tools import Actor, _actor_field
 
 #: Task types are declared by each domain (its `DomainVocabulary.task_types`, a closed set that
 #: synthesis and task verification check); the schema only fixes their shape, so a new domain
@@ -47,8 +48,12 @@ class InitialState(Record):
 
 
 class GoldAction(Record):
+    """One step of the gold plan. `actor="user"`: a step the simulated user takes on its own
+    tools when the agent asks (dual-control domains); the agent cannot make that call."""
+
     name: str
     arguments: dict[str, Any]
+    actor: Actor = _actor_field()
 
 
 class TaskVerification(Record):

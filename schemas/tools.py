@@ -12,6 +12,20 @@ from trajforge.schemas.sanitize import SafeJson, SafeText
 
 ToolKind = Literal["read", "write", "think", "transfer"]
 Role = Literal["system", "user", "assistant", "tool"]
+#: Who acted: the agent (the model being trained) or the simulated user, who in a dual-control
+#: domain has tools of its own over state only it can change (generators/user_tools.py). A
+#: user's tool call and its result are never the agent's: trainers drop or mask them.
+Actor = Literal["agent", "user"]
+
+
+def _by_agent(actor: str) -> bool:
+    """The default actor is left out of the JSON, so every record written before dual-control
+    keeps its bytes and its content id."""
+    return actor == "agent"
+
+
+def _actor_field():
+    return Field(default="agent", exclude_if=_by_agent)
 
 
 class ToolSpec(Record):
@@ -46,6 +60,11 @@ class ToolCall(Record):
     arguments: SafeJson = Field(default_factory=dict)
     parse_error: SafeText | None = None
     raw_arguments: SafeText | None = None
+    actor: Actor = _actor_field()  # "user": a simulated user's call on its own tools
+
+    @property
+    def by_user(self) -> bool:
+        return self.actor == "user"
 
 
 class Message(Record):
@@ -54,6 +73,14 @@ class Message(Record):
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
+    #: "user": the simulated user's own tool traffic (its call, role "user", and the result,
+    #: role "tool"), which the agent never sees and is never trained on.
+    actor: Actor = _actor_field()
+
+    @property
+    def by_user_tools(self) -> bool:
+        """A user tool call or its result (not a user's words, not the agent's traffic)."""
+        return self.actor == "user"
 
     def openai_dict(self) -> dict[str, Any]:
         """OpenAI wire format (arguments as JSON strings); None keys dropped."""
@@ -82,6 +109,8 @@ class Message(Record):
             out["tool_call_id"] = self.tool_call_id
         if self.name is not None:
             out["name"] = self.name
+        if self.actor != "agent":  # the marker trainers drop or mask these messages by
+            out["actor"] = self.actor
         return out
 
 

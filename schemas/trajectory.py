@@ -142,6 +142,10 @@ class Trajectory(Record):
     provenance: Provenance
     verbalisation: VerbalisationStats | None = None  # blueprint mode only
     difficulty: Difficulty | None = None  # rollout.attempts > 1: the task's pass rate
+    #: Dual-control domains: the simulated user's executions of its own tools (their calls
+    #: have actor "user"; `index` counts these alone). Kept apart from `steps`, which are the
+    #: agent's actions every filter and policy rule reads; left out of the JSON when empty.
+    user_steps: tuple[StepRecord, ...] = Field(default=(), exclude_if=lambda v: not v)
 
     ID_EXCLUDE = frozenset(
         {
@@ -157,4 +161,15 @@ class Trajectory(Record):
     )
 
     def tool_calls(self) -> list[ToolCall]:
+        """The agent's tool calls, in order (a user's own tool calls are not among them)."""
         return [c for m in self.messages if m.role == "assistant" for c in m.tool_calls]
+
+    def world_calls(self) -> list[ToolCall]:
+        """Every call that ran on the world, both actors', in the order they ran: what the
+        outcome check replays (the same as `tool_calls` where the user has no tools)."""
+        return [
+            c
+            for m in self.messages
+            if m.role == "assistant" or (m.role == "user" and m.by_user_tools)
+            for c in m.tool_calls
+        ]

@@ -1,6 +1,7 @@
 """Programmatic outcome verification of a trajectory against its task's gold plan.
 
-The state is the only truth: the trajectory's tool calls are replayed, in order, through the
+The state is the only truth: the trajectory's tool calls (the user's own too, in dual-control
+domains) are replayed, in order, through the
 domain's toolbox on a fresh initial state, and the gold actions on another; the two final hashes
 must agree. The agent must also have told the user every expected output, and the conversation
 must have ended the right way. A replayed hash that differs from the trajectory's recorded one
@@ -58,7 +59,7 @@ def domain_problems(trajectory: Trajectory, domain: Domain) -> list[str]:
 def verify_outcome(trajectory: Trajectory, domain: Domain) -> OutcomeResult:
     """Replay, compare with gold, check outputs and termination; `reason` names what failed."""
     task = trajectory.task
-    actual = replay_hash(domain, task.initial_state, trajectory.tool_calls())
+    actual = replay_hash(domain, task.initial_state, trajectory.world_calls())
     expected = replay_hash(domain, task.initial_state, gold_calls(task.gold_actions))
     missing = missing_outputs(trajectory)
     termination_ok = trajectory.termination in OK_TERMINATIONS

@@ -137,7 +137,7 @@ def _check_confirmation(walk: _Walk, index: int, call: ToolCall) -> None:
     if reply is None or prompt is None:
         walk.flag("policy.confirm_before_write", index, f"{call.name} with no confirmation turn")
         return
-    replies = [m.content for m in messages[prompt + 1 : index] if m.role == "user"]
+    replies = [m.content for m in messages[prompt + 1 : index] if m.role == "user" and m.content]
     if any(is_refusal(r) for r in replies):
         walk.flag("policy.write_after_refusal", index, f"{call.name} after: {replies[-1]!r}")
         return

@@ -21,6 +21,7 @@ from trajforge.generators.domain_kit.assembly import (
     SynthesisRecipe,
     generic_instructions,
     numbered_requests,
+    owner_patches,
     scenario_from_plan,
     synthesize,
 )
@@ -30,6 +31,7 @@ from trajforge.generators.domain_kit.replay import copy_state, gold_final_hash, 
 from trajforge.generators.domain_kit.touches import entry, field, nothing
 
 __all__ = [
+    "owner_patches",
     "DISCLOSURE_RULES",
     "Opening",
     "Plan",

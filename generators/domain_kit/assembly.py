@@ -33,6 +33,7 @@ from trajforge.schemas import (
     InitialState,
     IntentCoordinates,
     Persona,
+    StatePatch,
     Task,
     UserScenario,
     derive_seed,
@@ -67,6 +68,20 @@ def generic_instructions(
         f"{vocabulary.agent_role}. "
         f"Your manner: {persona.communication_style}\n"
         f"Your requests, in this order:\n{numbered_requests(plan)}\n{DISCLOSURE_RULES}"
+    )
+
+
+def owner_patches(
+    collection: str, actor: str, persona: Persona, prefix: str
+) -> tuple[StatePatch, ...]:
+    """Patches making the persona the owner of `collection[actor]` (a `TaskSpace.become`):
+    its name, and an email in that name numbered by the id without its `prefix` (`#A1002`
+    -> `ann.lee1002@example.com`), so no record shows the world's drawn name."""
+    first, _, last = persona.name.lower().partition(" ")
+    email = f"{first}.{last.replace(' ', '')}{actor.lstrip(prefix)}@example.com"
+    return (
+        StatePatch(path=f"{collection}.{actor}.owner", value=persona.name),
+        StatePatch(path=f"{collection}.{actor}.email", value=email),
     )
 
 

@@ -14,7 +14,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from trajforge.generators.tooling import LiveDump, Toolbox
-from trajforge.schemas import GoldAction, StatePatch, ToolCall
+from trajforge.generators.user_tools import gold_call
+from trajforge.schemas import GoldAction, StatePatch
 
 S = TypeVar("S", bound=BaseModel)
 
@@ -77,7 +78,7 @@ def run_actions(
     write's "after" instead of a fresh dump of the whole world."""
     live = live if live is not None else LiveDump(observe=False)
     for i, action in enumerate(actions):
-        call = ToolCall(id=f"gold_{i}", name=action.name, arguments=action.arguments)
+        call = gold_call(action, i)
         if live.execute(toolbox, state, call).error is not None:
             return False
     return True

@@ -13,6 +13,7 @@ from trajforge.generators.tooling import Domain
 #: does not pay for the search domain's graph library (networkx, ~0.2 s of start-up).
 DOMAIN_PATHS = MappingProxyType(
     {
+        "phone": "trajforge.generators.domains.phone:PhoneDomain",
         "retail": "trajforge.generators.domains.retail:RetailDomain",
         "search": "trajforge.generators.domains.search.domain:SearchDomain",
         "toy": "trajforge.generators.domains.toy:ToyDomain",

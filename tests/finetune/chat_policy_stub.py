@@ -15,9 +15,28 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from trajforge.schemas import Message, ToolCall
+from trajforge.generators.agent import oracle_closing, oracle_for
+from trajforge.generators.llm.concurrency import run_all
+from trajforge.schemas import Message, Task, ToolCall
 
 Policy = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def scripted_agent_turn(policy: str, task: Task, domain: Any, messages: list[Message]) -> Message:
+    """The next assistant message of a scripted agent, shared by the adapters' tests.
+
+    `oracle`: the gold plan, confirming each write, then the closing (passes the gate).
+    `rude`: the gold calls straight away, then the closing (gold state, no confirmation: a
+    policy failure the gate must refuse)."""
+    if policy == "oracle":
+        act = oracle_for(task, domain).act(messages, domain.toolbox.specs, 0)
+        return run_all([act], 1)[0].message
+    issued = sum(len(m.tool_calls) for m in messages if m.role == "assistant")
+    if issued < len(task.gold_actions):
+        action = task.gold_actions[issued]
+        call = ToolCall(id=f"call_{issued}", name=action.name, arguments=action.arguments)
+        return Message(role="assistant", tool_calls=(call,))
+    return Message(role="assistant", content=oracle_closing(task))
 
 
 def wire_to_messages(wire: list[dict[str, Any]]) -> list[Message]:

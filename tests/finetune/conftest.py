@@ -50,6 +50,18 @@ def conversation(user_text: str = "Where are my orders #W1 and #W2?") -> list[Me
     ]
 
 
+def trained_spans(ids, trained) -> list[list[int]]:
+    """The runs of consecutive trained tokens, in order (what a mask says is trained)."""
+    spans, current = [], []
+    for token, flag in zip(ids, trained, strict=True):
+        if flag:
+            current.append(token)
+        elif current:
+            spans.append(current)
+            current = []
+    return [*spans, current] if current else spans
+
+
 def rendered_corpus(family_name: str) -> list[str]:
     family = get_family(family_name)
     return ["".join(s.text for s in mask_segments(conversation(), TOOLS, family))]

@@ -14,13 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.finetune.chat_policy_stub import scripted_agent_turn
 from trajforge.finetune.environments import CONVERSATION_OVER, USER_TOOL
 from trajforge.finetune.evaluate import CHECKS
 from trajforge.finetune.openenv_server import parse_args
-from trajforge.generators.agent import oracle_closing, oracle_for
 from trajforge.generators.domains import get_domain
-from trajforge.generators.llm.concurrency import run_all
-from trajforge.schemas import Message, ToolCall, Trajectory
+from trajforge.schemas import Message, Trajectory
 from trajforge.verifiers.gate import gate_verdict
 
 openenv_core = pytest.importorskip("openenv.core", reason="openenv-core is an optional extra")
@@ -75,16 +74,8 @@ def play(client, task, policy: str):
     unconfirmed, then the closing); returns the final step's result."""
     opened = client.reset(task_index=task.index)
     messages = [Message(role="user", content=opened.observation["text"])]
-    oracle = oracle_for(task.task, DOMAIN)
-    for turn in range(60):
-        if policy == "oracle":
-            msg = run_all([oracle.act(messages, DOMAIN.toolbox.specs, turn)], 1)[0].message
-        elif turn < len(task.task.gold_actions):
-            a = task.task.gold_actions[turn]
-            call = ToolCall(id=f"call_{turn}", name=a.name, arguments=a.arguments)
-            msg = Message(role="assistant", tool_calls=(call,))
-        else:
-            msg = Message(role="assistant", content=oracle_closing(task.task))
+    for _ in range(60):
+        msg = scripted_agent_turn(policy, task.task, DOMAIN, messages)
         messages.append(msg)
         if msg.tool_calls:
             (call,) = msg.tool_calls

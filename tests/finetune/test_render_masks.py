@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.finetune.conftest import GOLDEN, TOOLS, conversation
+from tests.finetune.conftest import GOLDEN, TOOLS, conversation, trained_spans
 from trajforge.finetune.canonical import canonical_messages
 from trajforge.finetune.families import FAMILIES, TemplateFamily, get_family
 from trajforge.finetune.render import TemplateError, mask_segments, render_and_mask
@@ -55,15 +55,7 @@ def test_golden_render(name):
 def test_trained_spans_decode_to_exactly_the_assistant_output(name, tokenizers):
     family, tokenizer = get_family(name), tokenizers[name]
     sample = render_and_mask("s", conversation(), TOOLS, family, tokenizer)
-    spans, current = [], []
-    for token, trained in zip(sample.input_ids, sample.trained, strict=True):
-        if trained:
-            current.append(token)
-        elif current:
-            spans.append(current)
-            current = []
-    if current:
-        spans.append(current)
+    spans = trained_spans(sample.input_ids, sample.trained)
     decoded = [tokenizer.decode(span) for span in spans]
     assert decoded == EXPECTED_TRAINED[name]
 

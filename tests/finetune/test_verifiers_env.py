@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.finetune.chat_policy_stub import serve_policy, wire_to_messages
+from tests.finetune.chat_policy_stub import scripted_agent_turn, serve_policy, wire_to_messages
 from trajforge.finetune.evaluate import CHECKS
 from trajforge.finetune.verifiers_env import (
     TRAJECTORY_KEY,
@@ -18,8 +18,6 @@ from trajforge.finetune.verifiers_env import (
     load_environment,
     prime_verifiers,
 )
-from trajforge.generators.agent import oracle_closing, oracle_for
-from trajforge.generators.llm.concurrency import run_all
 from trajforge.schemas import Task, Trajectory
 from trajforge.verifiers.gate import gate_verdict
 
@@ -47,20 +45,11 @@ def make_policy(tasks_by_opening: dict[str, Task], domain):
     def policy(body: dict) -> dict:
         messages = wire_to_messages(body["messages"])
         opening = next(m.content for m in messages if m.role == "user")
-        task = tasks_by_opening[opening]
-        if body["model"] == "oracle":
-            turn = run_all([oracle_for(task, domain).act(messages, domain.toolbox.specs, 0)], 1)[
-                0
-            ].message
-            if turn.tool_calls:
-                (call,) = turn.tool_calls
-                return wire_call(0, call.name, dict(call.arguments)) | {"content": None}
-            return {"content": turn.content}
-        issued = sum(len(m.tool_calls) for m in messages if m.role == "assistant")
-        if issued < len(task.gold_actions):
-            action = task.gold_actions[issued]
-            return wire_call(issued, action.name, dict(action.arguments)) | {"content": None}
-        return {"content": oracle_closing(task)}
+        turn = scripted_agent_turn(body["model"], tasks_by_opening[opening], domain, messages)
+        if turn.tool_calls:
+            (call,) = turn.tool_calls
+            return wire_call(0, call.name, dict(call.arguments)) | {"content": None}
+        return {"content": turn.content}
 
     return policy
 

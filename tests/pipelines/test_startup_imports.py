@@ -60,12 +60,12 @@ def test_a_retail_domain_does_not_import_the_search_domain():
 
 
 def test_the_domain_table_is_complete_and_lazy():
-    assert list(DOMAINS) == list(DOMAIN_PATHS) == ["retail", "search", "toy"]
+    assert list(DOMAINS) == list(DOMAIN_PATHS) == ["phone", "retail", "search", "toy"]
     assert "search" in DOMAINS and "nope" not in DOMAINS and DOMAINS.get("nope") is None
     for name in DOMAIN_PATHS:
         assert type(get_domain(name)) is DOMAINS[name]
         assert DOMAINS[name].__name__.lower().startswith(name)
-    with pytest.raises(KeyError, match="known domains: retail, search, toy"):
+    with pytest.raises(KeyError, match="known domains: phone, retail, search, toy"):
         get_domain("nope")
 
 

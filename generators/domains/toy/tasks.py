@@ -20,6 +20,7 @@ from trajforge.generators.domain_kit import (
     SynthesisRecipe,
     act,
     generic_instructions,
+    owner_patches,
     synthesize,
 )
 from trajforge.generators.domains.toy.data_model import ToyState
@@ -95,12 +96,7 @@ class ToyTaskSpace:
 
     def become(self, state: ToyState, actor: str, persona: Persona) -> tuple[StatePatch, ...]:
         """The account's owner renamed to the persona, with an email in that name."""
-        first, _, last = persona.name.lower().partition(" ")
-        email = f"{first}.{last.replace(' ', '')}{actor.lstrip('#A')}@example.com"
-        return (
-            StatePatch(path=f"accounts.{actor}.owner", value=persona.name),
-            StatePatch(path=f"accounts.{actor}.email", value=email),
-        )
+        return owner_patches("accounts", actor, persona, "#A")
 
 
 def _instructions(plan: Plan, state: ToyState, persona: Persona) -> str:

@@ -40,7 +40,7 @@ def test_get_domain_and_unknown_domain():
     assert DOMAIN.name == "retail" and {"retail", "search", "toy"} <= set(DOMAINS)
     assert "## Authentication" in DOMAIN.policy and "explicit confirmation" in DOMAIN.policy
     assert {s.name for s in DOMAIN.toolbox.specs} >= {"cancel_pending_order", "calculate"}
-    with pytest.raises(KeyError, match="known domains: retail"):
+    with pytest.raises(KeyError, match="known domains: phone, retail, search, toy"):
         get_domain("airline")
 
 
