@@ -373,13 +373,20 @@ class OPDTrainer:
 
 def training_tasks(cfg: OPDConfig, domain: Domain) -> list[Task]:
     """A run's `split` (train by default), or fresh verified tasks from OPD's own seeds."""
-    if cfg.tasks is not None:
-        from trajforge.finetune.data import load_tasks
+    from trajforge.finetune.evaluate import fresh_tasks, split_tasks
 
-        return load_tasks(cfg.tasks, cfg.split)
-    from trajforge.finetune.evaluate import fresh_tasks
+    if cfg.tasks is not None:
+        return split_tasks(cfg.tasks, cfg.split)  # exactly that split: never golden for train
 
     return fresh_tasks(domain, "opd", cfg.seed, cfg.num_tasks)[0]
+
+
+def opd_domain(cfg: OPDConfig) -> Domain:
+    """A run's tasks carry their domain (`tasks`); `domain` picks the domain of fresh tasks."""
+    from trajforge.finetune.evaluate import run_split_domain
+    from trajforge.generators.domains import get_domain
+
+    return run_split_domain(cfg.tasks, cfg.split) if cfg.tasks else get_domain(cfg.domain)
 
 
 def run_opd(cfg: OPDConfig) -> OPDResult:
@@ -387,10 +394,9 @@ def run_opd(cfg: OPDConfig) -> OPDResult:
     import torch
 
     from trajforge.finetune.evaluate import EvalConfig, held_out_tasks
-    from trajforge.generators.domains import get_domain
 
     torch.manual_seed(cfg.seed)
-    domain = get_domain(cfg.domain)
+    domain = opd_domain(cfg)
     heldout, _ = held_out_tasks(
         EvalConfig(tasks=cfg.tasks, domain=cfg.domain, num_tasks=cfg.eval_tasks, seed=cfg.seed),
         domain,
