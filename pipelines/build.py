@@ -25,12 +25,12 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from trajforge.pipelines import attempts, io, ownership, shards, splits, stages
-from trajforge.pipelines.card import dataset_card
 from trajforge.pipelines.config import BuildConfig, FailureConfig
+from trajforge.pipelines.finished.card import dataset_card
+from trajforge.pipelines.finished.report import write_report
 from trajforge.pipelines.gc_tuning import freeze_startup
 from trajforge.pipelines.preflight import LOCAL_RUNNERS
 from trajforge.pipelines.processes import ProcessPlan, plan_processes
-from trajforge.pipelines.report import write_report
 from trajforge.pipelines.resources import StageResources, per_process
 from trajforge.pipelines.run_dir import STAGING_DIR
 from trajforge.pipelines.sdk_worker import FastExitFnApiRunner
@@ -326,7 +326,7 @@ def publish_outputs(run_dir: str) -> None:
     per folder: a reader sees no split or every shard of it)."""
     for name in (io.DATA_DIR, io.VIEWS_DIR):
         staged = f"{STAGING_DIR}/{name}"
-        if io.FileSystems.exists(io.join(run_dir, staged)) or "://" in run_dir:
+        if io.exists(io.join(run_dir, staged)) or "://" in run_dir:
             ownership.move(run_dir, staged, name)
     if "://" not in run_dir:
         import os
@@ -379,7 +379,7 @@ def run_build(
         ("difficulty", io.DIFFICULTY_FILE),
     ):
         path = io.join(run_dir, name)
-        if io.FileSystems.exists(path):
+        if io.exists(path):
             manifest[key] = json.loads(io.read_text(path))
     manifest.setdefault("splits", {})["gap"] = splits.gap_table(io.split_metrics(run_dir))
     attempts.add_split_difficulty(manifest, run_dir)

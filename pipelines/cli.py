@@ -330,7 +330,7 @@ def cmd_build(args: argparse.Namespace, beam_args: list[str]) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from trajforge.pipelines.calibrate import calibrate_run
+    from trajforge.pipelines.finished.calibrate import calibrate_run
 
     run = _finished(args.run)
     report = calibrate_run(run, args.limit)
@@ -356,11 +356,11 @@ def _finished(run_dir: str, failed_ok: bool = True) -> str:
     from trajforge.pipelines import io
 
     run = local_path(run_dir)
-    if io.FileSystems.exists(io.join(run, io.SUCCESS_MARKER)):
+    if io.exists(io.join(run, io.SUCCESS_MARKER)):
         return run
     status = None
     manifest = io.join(run, "manifest.json")
-    if failed_ok and io.FileSystems.exists(manifest):
+    if failed_ok and io.exists(manifest):
         import json
 
         try:
@@ -389,7 +389,7 @@ def _run_inputs_finished(args: argparse.Namespace) -> None:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from trajforge.pipelines.show import show
+    from trajforge.pipelines.finished.show import show
 
     if args.n < 1:
         raise UsageError(f"--n must be at least 1, got {args.n}")
@@ -407,14 +407,14 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from trajforge.pipelines.report import write_report
+    from trajforge.pipelines.finished.report import write_report
 
     print(f"Report written to {write_report(_finished(args.run_dir))}")
     return 0
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    from trajforge.pipelines.publish import PublishError, files_to_upload, publish
+    from trajforge.pipelines.finished.publish import PublishError, files_to_upload, publish
 
     run = _finished(args.run_dir, failed_ok=False)
     try:
@@ -436,8 +436,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
     import os
 
     from trajforge.pipelines.config import load_config
+    from trajforge.pipelines.finished.verify import verify_file
     from trajforge.pipelines.requirements import missing_requirements
-    from trajforge.pipelines.verify import verify_file
 
     if not os.path.exists(args.input):
         raise UsageError(f"--input {args.input} does not exist (a JSONL file or a run directory)")

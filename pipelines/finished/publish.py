@@ -13,7 +13,7 @@ import os
 from huggingface_hub import CommitOperationAdd, HfApi
 
 from trajforge.pipelines import io
-from trajforge.pipelines.card import outputs_on_disk, with_repo_id
+from trajforge.pipelines.finished.card import outputs_on_disk, with_repo_id
 
 TOKEN_ENV = "HF_TOKEN"
 
@@ -24,7 +24,7 @@ class PublishError(RuntimeError):
 
 def files_to_upload(run_dir: str) -> list[str]:
     """Paths relative to the run directory, in upload order (card first)."""
-    if not io.FileSystems.exists(io.join(run_dir, io.SUCCESS_MARKER)):
+    if not io.exists(io.join(run_dir, io.SUCCESS_MARKER)):
         raise PublishError(
             f"{run_dir} is not a finished run (no {io.SUCCESS_MARKER}); build it first"
         )

@@ -1,6 +1,6 @@
 """Open a report in headless Chromium: no console messages, a non-blank screenshot.
 
-    python -m trajforge.pipelines.report_check runs/quickstart/report.html
+    python -m trajforge.pipelines.finished.report_check runs/quickstart/report.html
 
 The report has no scripts and loads nothing, so any console message (a failed resource, a
 parse error) is a defect. Name resolution is disabled, so a page that needed the network
@@ -104,7 +104,10 @@ def _run_browser(argv: list[str], timeout_s: int) -> subprocess.CompletedProcess
 def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
     if len(args) != 1:
-        print("usage: python -m trajforge.pipelines.report_check REPORT.html", file=sys.stderr)
+        print(
+            "usage: python -m trajforge.pipelines.finished.report_check REPORT.html",
+            file=sys.stderr,
+        )
         return 2
     try:
         result = check_report(args[0])
