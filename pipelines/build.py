@@ -18,17 +18,27 @@ import json
 import platform
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from trajforge.generators.llm.accounting import LATENCY, latency_summary
+from trajforge.generators.llm.factory import model_name
 from trajforge.pipelines import attempts, io, ownership, shards, splits, stages
 from trajforge.pipelines.config import BuildConfig, FailureConfig
 from trajforge.pipelines.finished.card import dataset_card
 from trajforge.pipelines.finished.report import write_report
 from trajforge.pipelines.gc_tuning import freeze_startup
+from trajforge.pipelines.manifest import (
+    Accounting,
+    FilterCount,
+    LocalProcesses,
+    Manifest,
+    ModelRef,
+    Outputs,
+)
 from trajforge.pipelines.preflight import LOCAL_RUNNERS
 from trajforge.pipelines.processes import ProcessPlan, plan_processes
 from trajforge.pipelines.resources import StageResources, per_process
@@ -73,10 +83,10 @@ class BuildFailed(BuildError):
         self.manifest = manifest
 
 
-def failure_reason(outputs: dict[str, Any], inputs: int, cfg: FailureConfig) -> str | None:
+def failure_reason(outputs: Outputs, inputs: int, cfg: FailureConfig) -> str | None:
     """Why a finished build counts as failed (None when it does not). Automation reads the exit
     status and `_SUCCESS`: a run with every call failing must not look like a good one."""
-    kept, dead = outputs["kept"], outputs["dead_lettered"]
+    kept, dead = outputs.kept, outputs.dead_lettered
     fraction = dead / inputs if inputs else 0.0
     if kept < cfg.min_kept:
         why = f"kept {kept} rows (failure.min_kept: {cfg.min_kept})"
@@ -87,14 +97,14 @@ def failure_reason(outputs: dict[str, Any], inputs: int, cfg: FailureConfig) -> 
         )
     else:
         return None
-    stages = ", ".join(f"{k}: {v}" for k, v in sorted(outputs["dead_letter_by_stage"].items()))
+    stages = ", ".join(f"{k}: {v}" for k, v in sorted(outputs.dead_letter_by_stage.items()))
     return f"build failed: {why}" + (f"; dead letters by stage: {stages}" if stages else "")
 
 
 @dataclass(frozen=True)
 class BuildResult:
     run_dir: str
-    manifest: dict[str, Any]
+    manifest: dict[str, Any]  # as written to manifest.json (`Manifest.to_dict()`)
 
 
 def build_pipeline(
@@ -234,7 +244,7 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
-def filter_counts(config: BuildConfig, counters: dict[str, int]) -> list[dict[str, Any]]:
+def filter_counts(config: BuildConfig, counters: dict[str, int]) -> list[FilterCount]:
     """Per configured filter, in order: its name, kept count and rejections by reason."""
     out = []
     for flt in build_filters(config.quality.filters):
@@ -245,66 +255,134 @@ def filter_counts(config: BuildConfig, counters: dict[str, int]) -> list[dict[st
             if k.startswith(f"{prefix}rejected.")
         }
         out.append(
-            {"name": flt.name, "kept": counters.get(f"{prefix}kept", 0), "rejected": rejected}
+            FilterCount(name=flt.name, kept=counters.get(f"{prefix}kept", 0), rejected=rejected)
         )
     return out
 
 
-def make_manifest(
-    config: BuildConfig,
-    counters: dict[str, int],
-    outputs: dict[str, Any],
-    wall_s: float,
-    runner: str,
-) -> dict[str, Any]:
-    from trajforge.generators.llm.accounting import LATENCY, latency_summary
-    from trajforge.generators.llm.factory import model_name
-
+def role_models(config: BuildConfig) -> dict[str, ModelRef]:
+    """The backend and model of each role (user and judge default to the agent's)."""
     roles = config.roles
-    models = {
-        role: {"kind": cfg.kind, "model": model_name(cfg)}
+    return {
+        role: ModelRef(kind=cfg.kind, model=model_name(cfg))
         for role, cfg in (
             ("agent", roles.agent),
             ("user", roles.user or roles.agent),
             ("judge", roles.judge or roles.agent),
         )
     }
+
+
+def token_totals(counters: dict[str, int]) -> dict[str, int]:
+    """The build's token and call totals (`tokens.*` counters; the usual ones always present)."""
     tokens = dict.fromkeys(
         ("llm_calls", "cached_calls", "prompt_tokens", "completion_tokens", "requests"), 0
     )
     tokens.update({k.split(".", 1)[1]: v for k, v in counters.items() if k.startswith("tokens.")})
+    return tokens
+
+
+def llm_by_role(counters: dict[str, int]) -> dict[str, dict[str, Any]]:
+    """Per role: calls, cached_calls, requests, retries.<cause>, errors, tokens, and the
+    latency histogram's counters folded into one `latency_ms` summary."""
     llm: dict[str, dict[str, Any]] = {}
     for key, value in counters.items():
         if key.startswith("llm."):
             _, role, name = key.split(".", 2)
             llm.setdefault(role, {})[name] = value
-    for role, counts in llm.items():  # the latency histogram's counters -> one summary
+    for role, counts in llm.items():
         summary = latency_summary(counts)
         llm[role] = {k: v for k, v in counts.items() if not k.startswith(LATENCY)}
         if summary is not None:
             llm[role]["latency_ms"] = summary
-    inputs = config.num_tasks
-    return {
-        "name": config.name,
-        "config": config.model_dump(mode="json"),
-        "config_hash": config.config_hash(),
-        "versions": package_versions(),
-        "models": models,
-        "runner": runner,
-        "inputs": inputs,
-        "outputs": outputs,
-        "accounting": attempts.accounting(inputs, config.rollout.attempts, outputs),
-        "stage_counts": {
+    return llm
+
+
+class SideSummaries(NamedTuple):
+    """The summaries the pipeline wrote beside the data (`splits.json`, `diversity.json`,
+    `difficulty.json`), completed with the per-split figures read from the rows."""
+
+    splits: dict[str, Any]
+    diversity: dict[str, Any] | None
+    difficulty: dict[str, Any] | None
+
+
+def _side_file(run_dir: str, name: str) -> dict[str, Any] | None:
+    path = io.join(run_dir, name)
+    return json.loads(io.read_text(path)) if io.exists(path) else None
+
+
+def side_summaries(run_dir: str) -> SideSummaries:
+    splits_json = _side_file(run_dir, io.SPLITS_FILE) or {}
+    splits_json["gap"] = splits.gap_table(io.split_metrics(run_dir))
+    difficulty = _side_file(run_dir, io.DIFFICULTY_FILE)
+    if difficulty is not None:
+        difficulty["by_split"] = attempts.run_split_difficulty(run_dir)
+    return SideSummaries(splits_json, _side_file(run_dir, io.DIVERSITY_FILE), difficulty)
+
+
+@dataclass(frozen=True)
+class FinishedPipeline:
+    """What the finished pipeline reports: its counters, dedup's scale figures, the outputs
+    on disk and the side summaries."""
+
+    counters: dict[str, int]
+    dedup_scale: dict[str, dict[str, int | float]]
+    outputs: Outputs
+    side: SideSummaries
+
+
+def build_failure(
+    config: BuildConfig, acc: Accounting, outputs: Outputs, splits_json: dict[str, Any]
+) -> str | None:
+    """Why the build's outputs cannot be trusted or do not count as a dataset (None: they do):
+    the accounting identity, split leakage, then the `failure` thresholds."""
+    if not acc.holds:
+        return (
+            f"accounting identity failed ({acc.unit}s): inputs={acc.inputs} but kept+"
+            f"rejected+dead_lettered={acc.kept}+{acc.rejected}+{acc.dead_lettered}"
+        )
+    leakage = splits_json.get("leakage", {})
+    if leakage.get("total", 0):
+        return f"split leakage: {leakage}"
+    return failure_reason(outputs, acc.inputs, config.failure)
+
+
+def make_manifest(
+    config: BuildConfig, finished: FinishedPipeline, plan: ProcessPlan, runner: str, wall_s: float
+) -> Manifest:
+    """The manifest, built once from the typed pieces of the finished build."""
+    counters, outputs = finished.counters, finished.outputs
+    acc = attempts.accounting(config.num_tasks, config.rollout.attempts, outputs)
+    failure = build_failure(config, acc, outputs, finished.side.splits)
+    return Manifest(
+        name=config.name,
+        config=config.model_dump(mode="json"),
+        config_hash=config.config_hash(),
+        versions=package_versions(),
+        models=role_models(config),
+        runner=runner,
+        inputs=config.num_tasks,
+        outputs=outputs,
+        accounting=acc,
+        stage_counts={
             k: v
             for k, v in sorted(counters.items())
             if not k.startswith(("tokens.", "llm.", FILTER_COUNTER_PREFIX))
         },
-        "filters": filter_counts(config, counters),
-        "tokens": tokens,
-        "llm": llm,  # per role: calls, cached_calls, requests, retries.<cause>, errors, tokens
-        "wall_time_s": round(wall_s, 3),
-        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
+        filters=filter_counts(config, counters),
+        tokens=token_totals(counters),
+        llm=llm_by_role(counters),
+        dedup_scale=finished.dedup_scale,
+        local_processes=LocalProcesses(**plan.model_dump(exclude={"beam_args"})),
+        splits=finished.side.splits,
+        diversity=finished.side.diversity,
+        difficulty=finished.side.difficulty,
+        wall_time_s=round(wall_s, 3),
+        finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        status="failed" if failure else "succeeded",
+        failure=failure,
+    )
 
 
 def placeholder_card(config: BuildConfig) -> str:
@@ -366,42 +444,27 @@ def run_build(
         result.wait_until_finish()
     else:
         poll_remote(result)
-    counters = stage_counters(result)
     shards.ensure_loadable(run_dir, [shards.CANONICAL, *config.output.views], STAGING_DIR)
     publish_outputs(run_dir)
-    outputs = io.count_outputs(run_dir)
-    manifest = make_manifest(config, counters, outputs, time.monotonic() - started, runner)
-    manifest["dedup_scale"] = scale_report(result)
-    manifest["local_processes"] = plan.model_dump(mode="json", exclude={"beam_args"})
-    for key, name in (
-        ("diversity", io.DIVERSITY_FILE),
-        ("splits", io.SPLITS_FILE),
-        ("difficulty", io.DIFFICULTY_FILE),
-    ):
-        path = io.join(run_dir, name)
-        if io.exists(path):
-            manifest[key] = json.loads(io.read_text(path))
-    manifest.setdefault("splits", {})["gap"] = splits.gap_table(io.split_metrics(run_dir))
-    attempts.add_split_difficulty(manifest, run_dir)
-    acc = manifest["accounting"]
-    failure = None
-    if not acc["holds"]:
-        failure = (
-            f"accounting identity failed ({acc['unit']}s): inputs={acc['inputs']} but kept+"
-            f"rejected+dead_lettered={acc['kept']}+{acc['rejected']}+{acc['dead_lettered']}"
-        )
-    leakage = manifest["splits"].get("leakage", {})
-    if not failure and leakage.get("total", 0):
-        failure = f"split leakage: {leakage}"
-    failure = failure or failure_reason(outputs, acc["inputs"], config.failure)
-    manifest["status"] = "failed" if failure else "succeeded"
-    manifest["failure"] = failure
-    ownership.write_text(run_dir, "manifest.json", json.dumps(manifest, indent=2, sort_keys=True))
-    # The report and the card are written for a failed build too: they show what happened.
+    finished = FinishedPipeline(
+        counters=stage_counters(result),
+        dedup_scale=scale_report(result),
+        outputs=io.count_outputs(run_dir),
+        side=side_summaries(run_dir),
+    )
+    manifest = make_manifest(config, finished, plan, runner, time.monotonic() - started)
+    return write_finished(run_dir, manifest)
+
+
+def write_finished(run_dir: str, manifest: Manifest) -> BuildResult:
+    """manifest.json, the report and the card (for a failed build too: they show what
+    happened), then `_SUCCESS` last; a failed build raises `BuildFailed` instead."""
+    written = manifest.to_dict()
+    ownership.write_text(run_dir, "manifest.json", manifest.to_json())
     # The card is last: until it replaces the placeholder, `load_dataset` refuses the run.
     write_report(run_dir)
-    ownership.write_text(run_dir, "README.md", dataset_card(run_dir, manifest))
-    if failure:
-        raise BuildFailed(failure, manifest)
-    ownership.write_text(run_dir, io.SUCCESS_MARKER, manifest["finished_at"] + "\n")
-    return BuildResult(run_dir=run_dir, manifest=manifest)
+    ownership.write_text(run_dir, "README.md", dataset_card(run_dir, written))
+    if manifest.failure:
+        raise BuildFailed(manifest.failure, written)
+    ownership.write_text(run_dir, io.SUCCESS_MARKER, manifest.finished_at + "\n")
+    return BuildResult(run_dir=run_dir, manifest=written)

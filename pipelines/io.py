@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from trajforge.pipelines import files
+from trajforge.pipelines.manifest import Outputs, SplitRows
 from trajforge.schemas import DatasetRecord
 
 SPLITS = ("train", "validation", "golden")
@@ -158,29 +159,29 @@ def split_metrics(run_dir: str) -> Iterator[dict[str, Any]]:
                 yield r
 
 
-def count_outputs(run_dir: str) -> dict[str, Any]:
+def count_outputs(run_dir: str) -> Outputs:
     """Rows per split and shard (Parquet footers), rejections per stage/reason and dead letters
     per stage (the JSON Lines summaries): nothing is read whole into memory."""
-    splits: dict[str, dict[str, Any]] = {}
+    splits: dict[str, SplitRows] = {}
     for split in SPLITS:
         files = split_files(run_dir, split)
         if files:
             rows = [parquet_rows(p) for p in files]
-            splits[split] = {
-                "rows": sum(rows),
-                "shards": {p.rsplit("/", 1)[-1]: n for p, n in zip(files, rows, strict=True)},
-            }
+            splits[split] = SplitRows(
+                rows=sum(rows),
+                shards={p.rsplit("/", 1)[-1]: n for p, n in zip(files, rows, strict=True)},
+            )
     rejected: dict[str, dict[str, int]] = {}
     for (stage, reason), n in sorted(jsonl_counts(run_dir, REJECTED_DIR).items()):
         rejected.setdefault(stage, {})[reason] = n
     dead: dict[str, int] = {}
     for (stage, _), n in sorted(jsonl_counts(run_dir, DEAD_LETTER_DIR).items()):
         dead[stage] = dead.get(stage, 0) + n
-    return {
-        "kept": sum(s["rows"] for s in splits.values()),
-        "rejected": sum(sum(v.values()) for v in rejected.values()),
-        "dead_lettered": sum(dead.values()),
-        "splits": splits,
-        "rejected_by_stage": rejected,
-        "dead_letter_by_stage": dead,
-    }
+    return Outputs(
+        kept=sum(s.rows for s in splits.values()),
+        rejected=sum(sum(v.values()) for v in rejected.values()),
+        dead_lettered=sum(dead.values()),
+        splits=splits,
+        rejected_by_stage=rejected,
+        dead_letter_by_stage=dead,
+    )

@@ -153,11 +153,16 @@ def gate(res: StageResources, flt: TrajectoryFilter, trajectory: Trajectory) -> 
 
 
 def verify_outcome(res: StageResources, trajectory: Trajectory) -> Trajectory:
-    """Attach the programmatic outcome; refuse trajectories that did not reach the gold state."""
-    from trajforge.verifiers.outcome import verify_outcome as verify
+    """Attach the programmatic outcome; refuse trajectories that did not reach the gold state
+    with the typed reason the judging decided (a passing one still meets the domain's checks
+    that extend the outcome gate)."""
+    from trajforge.verifiers.outcome import judge_outcome
 
-    outcome = verify(trajectory, res.domain_for(trajectory.task.domain))
-    return gate(res, res.gates.outcome, trajectory.model_copy(update={"outcome": outcome}))
+    outcome, rejection = judge_outcome(trajectory, res.domain_for(trajectory.task.domain))
+    judged = trajectory.model_copy(update={"outcome": outcome})
+    if rejection is not None:
+        raise RejectedRecord(rejection, outcome.reason, judged, res.gates.outcome.name)
+    return gate(res, res.gates.outcome, judged)
 
 
 def _exported(message: Message) -> dict:
