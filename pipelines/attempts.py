@@ -11,7 +11,7 @@ as a failure: K is the denominator, so a task's pass rate never rises because ca
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from trajforge.pipelines.manifest import Accounting, Outputs
@@ -162,19 +162,6 @@ def _histogram(successes: Sequence[int], k: int) -> dict[str, int]:
     return {str(c): sum(s == c for s in successes) for c in range(k + 1)}
 
 
-def split_difficulty(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per split: tasks with rows there and their mean pass rate (the golden split's is the
-    baseline a tuned model is compared against). `rows` carry split, task_id, pass_rate."""
-    by_split: dict[str, dict[str, float]] = {}
-    for row in rows:
-        if row["pass_rate"] is not None:
-            by_split.setdefault(row["split"], {})[row["task_id"]] = row["pass_rate"]
-    return {
-        split: {"tasks": len(rates), "mean_pass_rate": round(sum(rates.values()) / len(rates), 4)}
-        for split, rates in sorted(by_split.items())
-    }
-
-
 def accounting(num_tasks: int, k: int, outputs: Outputs) -> Accounting:
     """The build's identity in attempts: num_tasks x K = kept + rejected + dead_lettered.
 
@@ -202,15 +189,3 @@ def accounting(num_tasks: int, k: int, outputs: Outputs) -> Accounting:
         tasks_without_passing_attempt=no_pass,
         holds=inputs == outputs.kept + rejected + dead,
     )
-
-
-def run_split_difficulty(run_dir: str) -> dict[str, dict[str, Any]]:
-    """`by_split` of the manifest's `difficulty` section (tasks and mean pass rate per split),
-    read from the written rows."""
-    from trajforge.pipelines import io
-
-    rows = []
-    for split in io.SPLITS:
-        for path in io.split_files(run_dir, split):  # not pq.read_table: it imports pandas
-            rows += io.iter_parquet(path, ["split", "task_id", "pass_rate"])
-    return split_difficulty(rows)

@@ -26,7 +26,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from trajforge.generators.llm.accounting import LATENCY, latency_summary
 from trajforge.generators.llm.factory import model_name
-from trajforge.pipelines import attempts, io, ownership, shards, splits, stages
+from trajforge.pipelines import attempts, io, ownership, shards, stages
 from trajforge.pipelines.config import BuildConfig, FailureConfig
 from trajforge.pipelines.finished.card import dataset_card
 from trajforge.pipelines.finished.report import write_report
@@ -44,6 +44,7 @@ from trajforge.pipelines.processes import ProcessPlan, plan_processes
 from trajforge.pipelines.resources import StageResources, per_process
 from trajforge.pipelines.run_dir import STAGING_DIR
 from trajforge.pipelines.sdk_worker import FastExitFnApiRunner
+from trajforge.pipelines.split_figures import FIGURES_KEY, split_figures
 from trajforge.pipelines.transforms.attempts import (
     DIFFICULTY,
     ExpandAttempts,
@@ -300,11 +301,12 @@ def llm_by_role(counters: dict[str, int]) -> dict[str, dict[str, Any]]:
 
 class SideSummaries(NamedTuple):
     """The summaries the pipeline wrote beside the data (`splits.json`, `diversity.json`,
-    `difficulty.json`), completed with the per-split figures read from the rows."""
+    `difficulty.json`) and the kept rows' per-split figures it gathered."""
 
     splits: dict[str, Any]
     diversity: dict[str, Any] | None
     difficulty: dict[str, Any] | None
+    tokens: dict[str, Any] | None  # the messages view's token summary (the card's)
 
 
 def _side_file(run_dir: str, name: str) -> dict[str, Any] | None:
@@ -313,12 +315,16 @@ def _side_file(run_dir: str, name: str) -> dict[str, Any] | None:
 
 
 def side_summaries(run_dir: str) -> SideSummaries:
+    """The side files, with the per-split figures (gap table, pass rates by split, token
+    counts) moved from `splits.json` to their manifest sections: no shard is read again."""
     splits_json = _side_file(run_dir, io.SPLITS_FILE) or {}
-    splits_json["gap"] = splits.gap_table(io.split_metrics(run_dir))
+    figures = splits_json.pop(FIGURES_KEY, None) or split_figures(())  # no splits.json: no rows
+    splits_json["gap"] = figures["gap"]
     difficulty = _side_file(run_dir, io.DIFFICULTY_FILE)
     if difficulty is not None:
-        difficulty["by_split"] = attempts.run_split_difficulty(run_dir)
-    return SideSummaries(splits_json, _side_file(run_dir, io.DIVERSITY_FILE), difficulty)
+        difficulty["by_split"] = figures["difficulty_by_split"]
+    diversity = _side_file(run_dir, io.DIVERSITY_FILE)
+    return SideSummaries(splits_json, diversity, difficulty, figures["tokens"])
 
 
 @dataclass(frozen=True)
@@ -453,17 +459,17 @@ def run_build(
         side=side_summaries(run_dir),
     )
     manifest = make_manifest(config, finished, plan, runner, time.monotonic() - started)
-    return write_finished(run_dir, manifest)
+    return write_finished(run_dir, manifest, finished.side.tokens)
 
 
-def write_finished(run_dir: str, manifest: Manifest) -> BuildResult:
+def write_finished(run_dir: str, manifest: Manifest, tokens: dict[str, Any] | None) -> BuildResult:
     """manifest.json, the report and the card (for a failed build too: they show what
     happened), then `_SUCCESS` last; a failed build raises `BuildFailed` instead."""
     written = manifest.to_dict()
     ownership.write_text(run_dir, "manifest.json", manifest.to_json())
     # The card is last: until it replaces the placeholder, `load_dataset` refuses the run.
     write_report(run_dir)
-    ownership.write_text(run_dir, "README.md", dataset_card(run_dir, written))
+    ownership.write_text(run_dir, "README.md", dataset_card(run_dir, written, tokens))
     if manifest.failure:
         raise BuildFailed(manifest.failure, written)
     ownership.write_text(run_dir, io.SUCCESS_MARKER, manifest.finished_at + "\n")

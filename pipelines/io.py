@@ -148,17 +148,6 @@ def jsonl_counts(run_dir: str, sub: str) -> dict[tuple[str, str], int]:
     return counts
 
 
-def split_metrics(run_dir: str) -> Iterator[dict[str, Any]]:
-    """split, turns, tool calls and judge scores of every kept row (the gap table's input),
-    streamed."""
-    columns = ["split", "num_turns", "num_tool_calls", "judge_scores_json"]
-    for split in SPLITS:
-        for path in split_files(run_dir, split):
-            for r in iter_parquet(path, columns):
-                r["judge_scores"] = json.loads(r.pop("judge_scores_json"))
-                yield r
-
-
 def count_outputs(run_dir: str) -> Outputs:
     """Rows per split and shard (Parquet footers), rejections per stage/reason and dead letters
     per stage (the JSON Lines summaries): nothing is read whole into memory."""

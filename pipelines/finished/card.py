@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 from huggingface_hub.repocard_data import DatasetCardData
 
 from trajforge.pipelines import io, shards, views
+from trajforge.pipelines.split_figures import token_summary
 
-COMMON_MAX_LENGTHS = (1024, 2048)
 SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"))
 COLUMN_DOCS = {
     "messages": "chat turns, each only with its own keys (role, content, tool_calls with "
@@ -75,20 +75,14 @@ def size_category(rows: int) -> str:
 
 
 def token_stats(run_dir: str, on_disk: dict[str, dict[str, list[str]]]) -> dict[str, Any] | None:
+    """The messages view's token summary, read from its shards (a build passes the one its
+    pipeline gathered instead: `dataset_card(..., tokens=...)`)."""
     files = [f for fs in on_disk.get("messages", {}).values() for f in fs]
     # io.iter_parquet, not pq.read_table: read_table imports pyarrow.dataset, and with it pandas
     tokens = [
         r["num_tokens"] for f in files for r in io.iter_parquet(io.join(run_dir, f), ["num_tokens"])
     ]
-    if not tokens:
-        return None
-    over = {str(m): sum(t > m for t in tokens) for m in COMMON_MAX_LENGTHS}
-    return {
-        "rows": len(tokens),
-        "max": max(tokens),
-        "mean": sum(tokens) / len(tokens),
-        "over": over,
-    }
+    return token_summary(tokens)
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> str:
@@ -304,7 +298,15 @@ def card_text(data: DatasetCardData, body: str) -> str:
     return f"---\n{data.to_yaml()}\n---\n\n{body}"
 
 
-def dataset_card(run_dir: str, manifest: dict[str, Any]) -> str:
+#: `dataset_card`'s default: read the token counts from the messages view's shards.
+READ_FROM_SHARDS = "read from shards"
+
+
+def dataset_card(
+    run_dir: str, manifest: dict[str, Any], tokens: dict[str, Any] | None | str = READ_FROM_SHARDS
+) -> str:
+    """The card's text; `tokens`: the messages view's token summary when the caller has it
+    (`split_figures.token_summary`; None: no such rows)."""
     on_disk = outputs_on_disk(run_dir)
     cfg = manifest["config"]
     card_cfg = cfg["output"]["card"]
@@ -317,7 +319,8 @@ def dataset_card(run_dir: str, manifest: dict[str, Any]) -> str:
         tags=["trajforge", "tool-use", "agents", "synthetic"],
         configs=hub_configs(on_disk),
     )
-    tokens = token_stats(run_dir, on_disk)
+    if tokens == READ_FROM_SHARDS:
+        tokens = token_stats(run_dir, on_disk)
     body = _body(manifest, run_dir, on_disk, tokens)
     return card_text(data, body)
 

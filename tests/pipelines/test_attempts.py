@@ -25,11 +25,11 @@ from trajforge.pipelines.attempts import (
     accounting,
     difficulty_summary,
     group_attempts,
-    split_difficulty,
 )
 from trajforge.pipelines.cli import main
 from trajforge.pipelines.config import BuildConfig
 from trajforge.pipelines.manifest import Outputs
+from trajforge.pipelines.split_figures import split_difficulty
 from trajforge.pipelines.transforms.attempts import DIFFICULTY, GroupAttempts
 from trajforge.pipelines.transforms.routing import DEAD, KEPT, REJECTED
 from trajforge.schemas import Difficulty, Message, Provenance, Trajectory
