@@ -108,6 +108,28 @@ class BuildResult:
     manifest: dict[str, Any]  # as written to manifest.json (`Manifest.to_dict()`)
 
 
+class _Stages:
+    """What every stage of one pipeline shares: its resources, its in-flight limit, and the
+    routed outputs whose rejections and dead letters are written at the end."""
+
+    def __init__(self, config: BuildConfig, run_dir: str, processes: int):
+        self.plain = StageResources(config, run_dir)
+        self.with_llm = StageResources(config, run_dir, needs_llm=True, processes=processes)
+        self.in_flight = per_process(config.concurrency.max_in_flight, processes)
+        self.routed: list[Any] = []
+
+    def stage(self, pcoll, label: str, fn: beam.DoFn):
+        """`pcoll` through one routed stage; its kept records."""
+        return self.add(pcoll | label >> RoutedStage(fn))[KEPT]
+
+    def add(self, routed):
+        self.routed.append(routed)
+        return routed
+
+    def llm(self, name: str, logic) -> AsyncStageFn:
+        return AsyncStageFn(name, self.with_llm, logic, self.in_flight)
+
+
 def build_pipeline(
     p: beam.Pipeline,
     config: BuildConfig,
@@ -122,17 +144,15 @@ def build_pipeline(
     every task before the first LLM call, so local builds fuse synthesis into generation and
     the LLM latency overlaps the synchronous stages' CPU. `processes`: worker processes of a
     local multi-process run, which share the configured limits (`local_processes`)."""
-    plain = StageResources(config, run_dir)
-    with_llm = StageResources(config, run_dir, needs_llm=True, processes=processes)
-    quality = config.quality
-    in_flight = per_process(config.concurrency.max_in_flight, processes)
-    routed = []
+    shared = _Stages(config, run_dir, processes)
+    tasks = verified_tasks(p, config, shared, rebalance)
+    trajs = passing_trajectories(tasks, config, shared, run_dir)
+    write_kept(trajs, config, shared, run_dir)
+    write_failures(shared.routed, run_dir)
 
-    def stage(pcoll, label: str, fn: beam.DoFn):
-        result = pcoll | label >> RoutedStage(fn)
-        routed.append(result)
-        return result[KEPT]
 
+def verified_tasks(p: beam.Pipeline, config: BuildConfig, s: _Stages, rebalance: bool):
+    """Seeds -> synthesized, verified tasks (-> the no-tool baseline gate when on)."""
     # One reshuffle spreads the seeds over workers: `Create`'s own (on by default) was a second
     # barrier and stage before it, for nothing (a build's fixed cost, issue 14).
     seeds = (
@@ -140,53 +160,55 @@ def build_pipeline(
         | "Seeds" >> beam.Create(range(config.num_tasks), reshuffle=False)
         | "Reshuffle" >> beam.Reshuffle()
     )
-    tasks = stage(
-        seeds, "SynthesizeTasks", SyncStageFn("synthesize", plain, stages.synthesize_task)
+    tasks = s.stage(
+        seeds, "SynthesizeTasks", SyncStageFn("synthesize", s.plain, stages.synthesize_task)
     )
-    tasks = stage(tasks, "VerifyTasks", SyncStageFn("verify_task", plain, stages.verify_task))
+    tasks = s.stage(tasks, "VerifyTasks", SyncStageFn("verify_task", s.plain, stages.verify_task))
     if rebalance:  # generation is the expensive step: rebalance its input across workers
         tasks = tasks | "ReshuffleTasks" >> beam.Reshuffle()
-    if quality.shortcut.no_tool_baseline:
-        tasks = stage(
-            tasks,
-            "NoToolBaseline",
-            AsyncStageFn("baseline", with_llm, stages.no_tool_baseline_gate, in_flight),
-        )
+    if config.quality.shortcut.no_tool_baseline:
+        tasks = s.stage(tasks, "NoToolBaseline", s.llm("baseline", stages.no_tool_baseline_gate))
+    return tasks
+
+
+def passing_trajectories(tasks, config: BuildConfig, s: _Stages, run_dir: str):
+    """Tasks -> generated trajectories that pass the outcome, the judge (when on) and the
+    shortcut filters; with k attempts per task, grouped per task (difficulty written)."""
     generate_stage = "blueprint" if config.mode == "blueprint" else "rollout"
     k, rolled_out, generate = config.rollout.attempts, tasks, stages.generate_trajectory
     if k > 1:  # k attempts per task (rollout mode only; the config refuses blueprint)
-        tasks, generate = (
-            tasks | "ExpandAttempts" >> ExpandAttempts(k),
-            stages.generate_attempt,
-        )
-    trajs = stage(
-        tasks,
-        "Generate",
-        AsyncStageFn(generate_stage, with_llm, generate, in_flight),
+        tasks, generate = tasks | "ExpandAttempts" >> ExpandAttempts(k), stages.generate_attempt
+    trajs = s.stage(tasks, "Generate", s.llm(generate_stage, generate))
+    trajs = s.stage(trajs, "VerifyOutcome", SyncStageFn("outcome", s.plain, stages.verify_outcome))
+    if config.quality.judge.enabled:
+        trajs = s.stage(trajs, "Judge", s.llm("judge", stages.judge_trajectory))
+    trajs = s.stage(
+        trajs, "ShortcutFilters", FilterStageFn("shortcut", s.plain, stages.shortcut_filters)
     )
-    trajs = stage(trajs, "VerifyOutcome", SyncStageFn("outcome", plain, stages.verify_outcome))
-    if quality.judge.enabled:
-        trajs = stage(
-            trajs, "Judge", AsyncStageFn("judge", with_llm, stages.judge_trajectory, in_flight)
-        )
-    trajs = stage(
-        trajs, "ShortcutFilters", FilterStageFn("shortcut", plain, stages.shortcut_filters)
+    if k == 1:
+        return trajs
+    grouped = s.add(
+        {"task": rolled_out, "passed": trajs} | "GroupAttempts" >> GroupAttempts(k, run_dir)
     )
-    if k > 1:
-        grouped = {"task": rolled_out, "passed": trajs} | "GroupAttempts" >> GroupAttempts(
-            k, run_dir
-        )
-        routed.append(grouped)
-        trajs = grouped[KEPT]
-        grouped[DIFFICULTY] | "WriteDifficulty" >> WriteDifficulty(run_dir, k)
-    deduped = trajs | "Dedup" >> Dedup(quality.dedup, run_dir)
-    routed.append(deduped)
-    kept = deduped[KEPT]
-    records = stage(kept, "ToDatasetRecords", SyncStageFn("split", plain, stages.to_dataset_record))
+    grouped[DIFFICULTY] | "WriteDifficulty" >> WriteDifficulty(run_dir, k)
+    return grouped[KEPT]
+
+
+def write_kept(trajs, config: BuildConfig, s: _Stages, run_dir: str) -> None:
+    """Dedup, then the dataset records into their splits' shards, and the diversity report."""
+    quality = config.quality
+    kept = s.add(trajs | "Dedup" >> Dedup(quality.dedup, run_dir))[KEPT]
+    records = s.stage(
+        kept, "ToDatasetRecords", SyncStageFn("split", s.plain, stages.to_dataset_record)
+    )
     records | "WriteOutputs" >> WriteOutputs(run_dir, config, STAGING_DIR)
     kept | "Diversity" >> Diversity(
         quality.diversity, quality.dedup.semantic.enabled, config.domain_names, run_dir
     )
+
+
+def write_failures(routed: list[Any], run_dir: str) -> None:
+    """Every stage's rejections and dead letters, each into one sharded JSON Lines output."""
     (
         [r[REJECTED] for r in routed]
         | "FlattenRejected" >> beam.Flatten()

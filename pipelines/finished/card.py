@@ -142,9 +142,43 @@ def with_repo_id(card: str, repo_id: str) -> str:
 
 
 def _body(manifest: dict[str, Any], run_dir: str, on_disk: dict, tokens: dict | None) -> str:
-    cfg, out = manifest["config"], manifest["outputs"]
+    sections = [
+        *_intro(manifest),
+        _splits_section(manifest),
+        "## Usage\n\n" + _usage(PLACEHOLDER_REPO_ID),
+        "## Schema\n\n" + _schema_section(run_dir, on_disk),
+        _recipe(manifest),
+        _filters_section(manifest),
+        _diversity(manifest),
+        _difficulty(manifest),
+        _gap(manifest),
+        _limitations(tokens),
+    ]
+    return "\n\n".join(s for s in sections if s)
+
+
+def _intro(manifest: dict[str, Any]) -> list[str]:
+    """The title, what every kept row passed, and the empty-dataset note."""
+    cfg = manifest["config"]
+    judges = (
+        "an LLM judge (" + manifest["models"]["judge"]["model"] + ")"
+        if cfg["quality"]["judge"]["enabled"]
+        else "no LLM judge (disabled)"
+    )
+    return [
+        f"# {cfg['name']}",
+        f"Tool-use agent trajectories built by trajforge: {_domains_text(cfg)}, mode "
+        f"`{cfg['mode']}`. Every kept row passed the programmatic outcome verifier (its tool "
+        f"calls replay to the gold final-state hash and it communicated the expected outputs), "
+        f"the shortcut filters and dedup; it was scored by {judges}.",
+        EMPTY_NOTE if manifest["outputs"]["kept"] == 0 else "",
+    ]
+
+
+def _splits_section(manifest: dict[str, Any]) -> str:
+    cfg = manifest["config"]
     wanted = cfg["output"]["splits"]
-    written = out["splits"]
+    written = manifest["outputs"]["splits"]
     names = [
         *written,
         *(s for s in ("train", "validation", "golden") if wanted[s] and s not in written),
@@ -159,54 +193,42 @@ def _body(manifest: dict[str, Any], run_dir: str, on_disk: dict, tokens: dict | 
         for s in names
     ]
     balance = manifest.get("splits", {}).get("balance") or {}
-    filters = [
-        [stage, reason, n]
-        for stage, reasons in sorted(out["rejected_by_stage"].items())
-        for reason, n in sorted(reasons.items())
-    ]
-    judges = (
-        "an LLM judge (" + manifest["models"]["judge"]["model"] + ")"
-        if cfg["quality"]["judge"]["enabled"]
-        else "no LLM judge (disabled)"
-    )
-    sections = [
-        f"# {cfg['name']}",
-        f"Tool-use agent trajectories built by trajforge: {_domains_text(cfg)}, mode "
-        f"`{cfg['mode']}`. Every kept row passed the programmatic outcome verifier (its tool "
-        f"calls replay to the gold final-state hash and it communicated the expected outputs), "
-        f"the shortcut filters and dedup; it was scored by {judges}.",
-        EMPTY_NOTE if out["kept"] == 0 else "",
+    return (
         "## Splits\n\n"
         + _table(["split", "rows", "shards", "configured fraction"], split_rows)
         + (f"\n\n**Note:** {balance['note']}" if balance.get("far") else "")
         + "\n\nSplits are assigned by leakage cluster (task, template, configured shared "
         "entities, near-duplicates); `golden` is frozen by the split seed "
         f"({cfg['output']['splits']['seed']}). Leakage report (must be all zero): "
-        f"`{json.dumps(manifest.get('splits', {}).get('leakage', {}), sort_keys=True)}`.",
-        "## Usage\n\n" + _usage(PLACEHOLDER_REPO_ID),
-        "## Schema\n\n" + _schema_section(run_dir, on_disk),
-        "## Recipe\n\n"
-        + _table(
-            ["item", "value"],
-            [
-                ["config hash", f"`{manifest['config_hash']}`"],
-                ["models", f"`{json.dumps(manifest['models'], sort_keys=True)}`"],
-                ["seed", cfg["seed"]],
-                ["tasks", manifest["inputs"]],
-                ["versions", f"`{json.dumps(manifest['versions'], sort_keys=True)}`"],
-            ],
-        ),
+        f"`{json.dumps(manifest.get('splits', {}).get('leakage', {}), sort_keys=True)}`."
+    )
+
+
+def _recipe(manifest: dict[str, Any]) -> str:
+    return "## Recipe\n\n" + _table(
+        ["item", "value"],
+        [
+            ["config hash", f"`{manifest['config_hash']}`"],
+            ["models", f"`{json.dumps(manifest['models'], sort_keys=True)}`"],
+            ["seed", manifest["config"]["seed"]],
+            ["tasks", manifest["inputs"]],
+            ["versions", f"`{json.dumps(manifest['versions'], sort_keys=True)}`"],
+        ],
+    )
+
+
+def _filters_section(manifest: dict[str, Any]) -> str:
+    out = manifest["outputs"]
+    filters = [
+        [stage, reason, n]
+        for stage, reasons in sorted(out["rejected_by_stage"].items())
+        for reason, n in sorted(reasons.items())
+    ]
+    return (
         "## Filters\n\n" + f"Inputs {manifest['inputs']}: kept {out['kept']}, rejected "
         f"{out['rejected']}, dead-lettered {out['dead_lettered']}.\n\n"
-        + (
-            _table(["stage", "reason", "rejected"], filters) if filters else "Nothing was rejected."
-        ),
-        _diversity(manifest),
-        _difficulty(manifest),
-        _gap(manifest),
-        _limitations(tokens),
-    ]
-    return "\n\n".join(s for s in sections if s)
+        + (_table(["stage", "reason", "rejected"], filters) if filters else "Nothing was rejected.")
+    )
 
 
 def _diversity(manifest: dict[str, Any]) -> str:
