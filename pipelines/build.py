@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 import json
+import os
 import platform
 import time
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from typing import Any, NamedTuple
 import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.runners.runner import PipelineState
 
 from trajforge.generators.llm.accounting import LATENCY, latency_summary
 from trajforge.generators.llm.factory import model_name
@@ -41,6 +43,7 @@ from trajforge.pipelines.manifest import (
 )
 from trajforge.pipelines.preflight import LOCAL_RUNNERS
 from trajforge.pipelines.processes import ProcessPlan, plan_processes
+from trajforge.pipelines.progress import disposition
 from trajforge.pipelines.resources import StageResources, per_process
 from trajforge.pipelines.run_dir import STAGING_DIR
 from trajforge.pipelines.sdk_worker import FastExitFnApiRunner
@@ -223,16 +226,12 @@ def write_failures(routed: list[Any], run_dir: str) -> None:
 
 def progress_line(counters: dict[str, int]) -> str:
     """kept / rejected / failed / LLM calls, from the stage counters (same as the local bar)."""
-    from trajforge.pipelines.progress import disposition
-
     kept, rejected, failed, calls = disposition(counters)
     return f"kept={kept} rejected={rejected} failed={failed} llm_calls={calls}"
 
 
 def poll_remote(result: Any, every_s: int = 30) -> None:
     """Remote runners (Dataflow, Flink, Spark): print the job's counters until it ends."""
-    from apache_beam.runners.runner import PipelineState
-
     while not PipelineState.is_terminal(result.state):
         try:
             result.wait_until_finish(duration=every_s * 1000)
@@ -435,8 +434,6 @@ def publish_outputs(run_dir: str) -> None:
         if io.exists(io.join(run_dir, staged)) or "://" in run_dir:
             ownership.move(run_dir, staged, name)
     if "://" not in run_dir:
-        import os
-
         with contextlib.suppress(OSError):
             os.rmdir(io.join(run_dir, STAGING_DIR))
 

@@ -16,17 +16,23 @@ failed build (too few kept rows or too many dead letters; manifest written, no `
 2 a usage or config error (one line naming the flag or field and the fix).
 
 Commands that read a run back resolve its domains from the run's own `config.json` (a plug-in
-domain's import path lives there; records carry only its short name). Module imports are
-deferred to the command that needs them, so `--help` and `--version` never import Beam.
+domain's import path lives there; records carry only its short name). Our own modules are
+imported by the command that needs them, so `--help` and `--version` stay fast and never
+import Beam: importing this module costs ~0.2 s of CPU; the command modules would add ~0.35 s
+(the config and error types), ~0.5 s (the finished-run tools: pyarrow, huggingface_hub) and
+~1.3 s (the build: Beam) (2 shared cores, `/usr/bin/time python -c "import ..."`).
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import json
 import logging
 import os
 import sys
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as dist_version
 from typing import get_args
 
 from trajforge.finetune import cli as finetune_cli
@@ -53,9 +59,6 @@ logging.getLogger().addFilter(_DropOptionalGcpNotice())
 
 def version() -> str:
     """The installed distribution's version (the wheel's metadata, one source of truth)."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
-
     try:
         return dist_version("trajforge")
     except PackageNotFoundError:  # run from a source tree that was never installed
@@ -64,7 +67,7 @@ def version() -> str:
 
 def _errors() -> tuple[type[Exception], ...]:
     """The errors a command reports as one line and exit code 2 (imported only once a command
-    runs: their modules import Beam)."""
+    runs: their modules cost `--help` ~0.35 s, module docstring)."""
     from trajforge.generators.plugins import PluginError
     from trajforge.generators.run_domains import UnknownDomainError
     from trajforge.pipelines.config import ConfigError
@@ -361,8 +364,6 @@ def _finished(run_dir: str, failed_ok: bool = True) -> str:
     status = None
     manifest = io.join(run, "manifest.json")
     if failed_ok and io.exists(manifest):
-        import json
-
         try:
             status = json.loads(io.read_text(manifest)).get("status")
         except ValueError:
@@ -433,8 +434,6 @@ COMMANDS = {"show": cmd_show, "report": cmd_report, "publish": cmd_publish}
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    import os
-
     from trajforge.pipelines.config import load_config
     from trajforge.pipelines.finished.verify import verify_file
     from trajforge.pipelines.requirements import missing_requirements

@@ -30,6 +30,7 @@ from pydantic import Field
 
 from trajforge.pipelines.split_figures import RowFigures
 from trajforge.schemas import Record, Trajectory, derive_seed
+from trajforge.verifiers.dedup import estimated_jaccard, lsh_band_keys
 
 SplitName = Literal["train", "validation", "golden"]
 SPLIT_NAMES: tuple[SplitName, ...] = ("train", "validation", "golden")
@@ -108,8 +109,6 @@ def near_dup_pairs(
     items: Sequence[SplitKeys], threshold: float, bands: int, rows: int
 ) -> list[tuple[str, str]]:
     """Pairs whose MinHash estimate reaches `threshold`, found through shared LSH bands."""
-    from trajforge.verifiers.dedup import estimated_jaccard, lsh_band_keys
-
     buckets: dict[str, list[SplitKeys]] = defaultdict(list)
     for item in items:
         if item.signature:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from huggingface_hub import CommitOperationAdd, HfApi
+from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
 from trajforge.pipelines import io
 from trajforge.pipelines.finished.card import outputs_on_disk, with_repo_id
@@ -76,8 +77,6 @@ def _first_line(err: BaseException) -> str:
 def hub_failure(err: BaseException, repo_id: str) -> str:
     """One line: what went wrong talking to the Hub and what to do (no traceback: the client's
     exceptions ran to 72 lines for a machine without a network)."""
-    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
-
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
     if isinstance(err, OfflineModeIsEnabled):
         return "the Hub client is in offline mode (HF_HUB_OFFLINE is set); unset it to publish"

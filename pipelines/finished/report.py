@@ -14,7 +14,7 @@ import json
 from collections import Counter
 from typing import Any, get_args
 
-from trajforge.pipelines import io
+from trajforge.pipelines import io, ownership
 from trajforge.pipelines.finished import report_svg as svg
 from trajforge.pipelines.finished.browse import Sample, kept, kept_samples, rejected_samples
 from trajforge.schemas import Stage
@@ -168,6 +168,4 @@ def render_report(run_dir: str) -> str:
 
 def write_report(run_dir: str) -> str:
     """report.html, written as the run's own file (recorded, renamed into place)."""
-    from trajforge.pipelines import ownership
-
     return ownership.write_text(run_dir, REPORT_FILE, render_report(run_dir))

@@ -43,6 +43,8 @@ def browser() -> str | None:
 
 
 def screenshot_stats(png: str) -> tuple[float, int]:
+    # Here, not at the top: Pillow is not a declared dependency (a transitive one of the
+    # dev tools); the HTML checks run without it, only the screenshot check needs it.
     import numpy as np
     from PIL import Image
 

@@ -19,6 +19,7 @@ import apache_beam as beam
 from trajforge.pipelines import io, shards, splits
 from trajforge.pipelines.config import BuildConfig, NearDupConfig
 from trajforge.pipelines.split_figures import FIGURES_KEY, row_figures, split_figures
+from trajforge.pipelines.transforms.dedup import NearDupPairs, dedup_item
 from trajforge.pipelines.transforms.text_file import WriteTextFile
 from trajforge.schemas import DatasetRecord, Trajectory
 
@@ -42,8 +43,6 @@ def split_keys(record: DatasetRecord, outputs: tuple[str, ...]) -> splits.SplitK
 def near_flags(records, near: NearDupConfig, threshold: float):
     """Near-duplicate flags for the split clusters: found by the same bounded-bucket MinHash
     transform as dedup, verified at `threshold`."""
-    from trajforge.pipelines.transforms.dedup import NearDupPairs, dedup_item
-
     return (
         records
         | "NearItems"
