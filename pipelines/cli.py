@@ -68,6 +68,7 @@ def version() -> str:
 def _errors() -> tuple[type[Exception], ...]:
     """The errors a command reports as one line and exit code 2 (imported only once a command
     runs: their modules cost `--help` ~0.35 s, module docstring)."""
+    # per command, not at the top: `--help` stays fast, no Beam (module docstring)
     from trajforge.generators.plugins import PluginError
     from trajforge.generators.run_domains import UnknownDomainError
     from trajforge.pipelines.config import ConfigError
@@ -199,6 +200,7 @@ def _retries(manifest: dict) -> int:
 
 def _latency_lines(manifest: dict) -> list[str]:
     """Per role that paid for calls: the mean latency the build saw, and the p90's bound."""
+    # per command, not at the top: `--help` stays fast, no Beam (module docstring)
     from trajforge.generators.llm.accounting import LATENCY_BOUNDS_MS
 
     lines = []
@@ -273,6 +275,7 @@ def _unknown_flags_message(command: str, extra: list[str]) -> str:
 
 
 def cmd_build(args: argparse.Namespace, beam_args: list[str]) -> int:
+    # per command, not at the top: `--help` stays fast, no Beam (module docstring)
     from trajforge.pipelines import io
     from trajforge.pipelines.build import BuildFailed, run_build
     from trajforge.pipelines.config import load_config
@@ -333,6 +336,7 @@ def cmd_build(args: argparse.Namespace, beam_args: list[str]) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    # per command, not at the top: `--help` stays fast, no Beam (module docstring)
     from trajforge.pipelines.finished.calibrate import calibrate_run
 
     run = _finished(args.run)
@@ -356,6 +360,7 @@ def _finished(run_dir: str, failed_ok: bool = True) -> str:
     wants exactly for a failed build) a manifest that records the build as failed, written
     after every output was. A build that was killed, or is still running, is refused: its
     files may be partial."""
+    # per command, not at the top: `--help` stays fast, no Beam (module docstring)
     from trajforge.pipelines import io
 
     run = local_path(run_dir)
@@ -378,6 +383,7 @@ def _finished(run_dir: str, failed_ok: bool = True) -> str:
 
 def _run_inputs_finished(args: argparse.Namespace) -> None:
     """finetune / eval read a run's rows: only a successful build's (`_SUCCESS`)."""
+    # per command, not at the top: `--help` stays fast, no Beam (module docstring)
     from trajforge.pipelines.run_dir import RUN_MARKER
 
     for attr in ("data", "tasks"):
@@ -390,6 +396,7 @@ def _run_inputs_finished(args: argparse.Namespace) -> None:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    # per command, not at the top: `--help` stays fast, no Beam (module docstring)
     from trajforge.pipelines.finished.show import show
 
     if args.n < 1:
@@ -408,6 +415,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    # per command, not at the top: `--help` stays fast, no Beam (module docstring)
     from trajforge.pipelines.finished.report import write_report
 
     print(f"Report written to {write_report(_finished(args.run_dir))}")
@@ -415,6 +423,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
+    # per command, not at the top: `--help` stays fast, no Beam (module docstring)
     from trajforge.pipelines.finished.publish import PublishError, files_to_upload, publish
 
     run = _finished(args.run_dir, failed_ok=False)
@@ -434,6 +443,7 @@ COMMANDS = {"show": cmd_show, "report": cmd_report, "publish": cmd_publish}
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    # per command, not at the top: `--help` stays fast, no Beam (module docstring)
     from trajforge.pipelines.config import load_config
     from trajforge.pipelines.finished.verify import verify_file
     from trajforge.pipelines.requirements import missing_requirements
