@@ -52,7 +52,7 @@ from trajforge.schemas import (
     derive_seed,
 )
 from trajforge.verifiers.gate import Verdict, gate_verdict
-from trajforge.verifiers.outcome import rejection_reason, verify_outcome
+from trajforge.verifiers.outcome import judge_outcome
 from trajforge.verifiers.protocol import FilterContext, TrajectoryFilter, run_filter
 from trajforge.verifiers.result import FilterResult
 
@@ -190,8 +190,7 @@ class DomainEnvironment:
     def _verdict(self) -> FilterResult:
         """The outcome check, then each policy check; the first failure decides."""
         trajectory = self._trajectory()
-        outcome = verify_outcome(trajectory, self.domain)
-        reason = rejection_reason(outcome)
+        outcome, reason = judge_outcome(trajectory, self.domain)
         if reason is not None:
             return FilterResult.reject(reason, outcome.reason)
         context = FilterContext(self.domain)
