@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -27,15 +27,21 @@ from trajforge.generators.tooling import Domain, domain_option
 from trajforge.schemas import RejectionReason, Trajectory, is_reason_id
 from trajforge.verifiers.result import FilterResult
 
+if TYPE_CHECKING:  # signatures.py imports this module
+    from trajforge.verifiers.signatures import ShortcutScan
+
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
 
 
 @dataclass(frozen=True)
 class FilterContext:
     """What a filter may consult besides the trajectory: the build's domain (its policy, tools
-    and, for policy-as-code, its declared rules). Built once per worker."""
+    and, for policy-as-code, its declared rules), built once per worker, and `scan`, the
+    trajectory's shortcut scan when the caller already made one (`dataclasses.replace` per
+    trajectory; filters that need it check it fits and scan themselves otherwise)."""
 
     domain: Domain
+    scan: ShortcutScan | None = None
 
 
 @runtime_checkable
