@@ -20,9 +20,9 @@ from trajforge.generators.agent_voice import (
     user_name,
     write_report,
 )
+from trajforge.generators.domain_options import options_of
 from trajforge.generators.domains import DOMAINS
 from trajforge.generators.phrasing import NO_PHRASING, Phrasing
-from trajforge.generators.tooling import domain_option
 from trajforge.generators.user import asks_confirmation, response_cost
 from trajforge.schemas import (
     ChatRequest,
@@ -193,13 +193,13 @@ class OracleAgent:
 def oracle_for(task: Task, domain: Any) -> OracleAgent:
     """The oracle for `task` in `domain`, speaking with that domain's phrasing table (a plugin
     domain's too: the name alone only finds the built-in ones)."""
-    return OracleAgent(task, domain_option(domain, "phrasing"))
+    return OracleAgent(task, options_of(domain).phrasing)
 
 
 def _domain_phrasing(name: str) -> Phrasing:
     """The phrasing table the named domain declares (generic for a plugin domain or one
     without a table)."""
-    return domain_option(DOMAINS.get(name), "phrasing")
+    return options_of(DOMAINS.get(name)).phrasing
 
 
 def _writes(action: GoldAction, tools: Sequence[ToolSpec]) -> bool:

@@ -14,16 +14,14 @@ import functools
 import inspect
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 # LiveDump, apply_patches and state_hash moved out; still imported from here by callers
 from trajforge.generators.live_dump import LiveDump as LiveDump
-from trajforge.generators.phrasing import NO_PHRASING
 from trajforge.generators.state_dumps import (
     DumpPath,
     outline,
@@ -374,8 +372,9 @@ class Domain(Protocol):
     verbs a write backs). Implementations live in generators/domains/<name>/ and are listed in
     the frozen table of generators/domains/__init__.py; the kit (generators/domain_kit/) does
     most of `synthesize_task`. See README "Add a domain". Optional members (policy rules, claim
-    types, outcome checks, confirmation, phrasing) are read through `domain_option`, whose
-    table `OPTIONAL_DOMAIN_MEMBERS` gives each one's default.
+    types, outcome checks, confirmation, phrasing) are plain attributes too; generic code reads
+    them typed through `domain_options.options_of`, whose `DomainOptions` documents each one's
+    default.
     """
 
     name: str
@@ -390,26 +389,3 @@ class Domain(Protocol):
     def synthesize_task(self, persona: Persona, seed: int) -> Task:
         """A verified task for this persona, or raise TaskRejected with a typed reason."""
         ...
-
-
-#: The optional members of a `Domain`, and what a domain that does not declare one gets: its
-#: checkable policy (`PolicyRules`; none: the policy checker passes everything), the entity
-#: types its claims are checked by (`ClaimTypes`), extra outcome checks (trajectory -> problem
-#: or None), whether the blueprint asks for confirmation before each write, and the agent's
-#: words for its objects (`Phrasing`). One table, so every reader falls back the same way.
-OPTIONAL_DOMAIN_MEMBERS: Mapping[str, Any] = MappingProxyType(
-    {
-        "policy_rules": None,
-        "claim_types": None,
-        "outcome_checks": (),
-        "trajectory_checks": (),  # TrajectoryCheck: a domain's checks inside built-in filters
-        "call_meanings": MappingProxyType({}),  # tool -> arguments' meaning, for loop detection
-        "confirm_writes": True,
-        "phrasing": NO_PHRASING,
-    }
-)
-
-
-def domain_option(domain: Any, name: str) -> Any:
-    """`domain`'s optional member `name`, or the default from `OPTIONAL_DOMAIN_MEMBERS`."""
-    return getattr(domain, name, OPTIONAL_DOMAIN_MEMBERS[name])

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import ClassVar
 
+from trajforge.generators.domain_options import options_of
 from trajforge.generators.replays import gold_calls, replay_domain
-from trajforge.generators.tooling import Domain, domain_option
+from trajforge.generators.tooling import Domain
 from trajforge.generators.values import mentions_value
 from trajforge.schemas import (
     InitialState,
@@ -51,7 +52,7 @@ def domain_problems(trajectory: Trajectory, domain: Domain) -> list[str]:
     A domain may declare `outcome_checks`, functions trajectory -> problem text or None, each
     problem starting with its rejection reason; domains without any declare nothing.
     """
-    checks = domain_option(domain, "outcome_checks")
+    checks = options_of(domain).outcome_checks
     return [p for check in checks if (p := check(trajectory)) is not None]
 
 

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from trajforge.generators.tooling import Domain, domain_option
+from trajforge.generators.domain_options import options_of
+from trajforge.generators.tooling import Domain
 from trajforge.schemas import RejectionReason, Trajectory, is_reason_id
 from trajforge.verifiers.result import FilterResult
 
@@ -121,7 +122,7 @@ def run_filter(
 
 def domain_checks_result(name: str, trajectory: Trajectory, context: FilterContext) -> FilterResult:
     """The first failing `TrajectoryCheck` the context's domain declares for filter `name`."""
-    for check in domain_option(context.domain, "trajectory_checks"):
+    for check in options_of(context.domain).trajectory_checks:
         if check.extends != name:
             continue
         problems = check.problems(trajectory)
