@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 # LiveDump, apply_patches and state_hash moved out; still imported from here by callers
 from trajforge.generators.execute_options import PLAIN_EXECUTION, ExecuteOptions
@@ -117,7 +117,6 @@ def _arguments_model(fn: Callable[..., Any]) -> type[BaseModel]:
     hints = get_type_hints(fn)
     params = list(inspect.signature(fn).parameters.values())[1:]
     _, arg_docs = _docstring_parts(fn.__doc__ or "")
-    from pydantic import Field
 
     fields: dict[str, Any] = {}
     for p in params:
