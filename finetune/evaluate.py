@@ -29,10 +29,13 @@ from trajforge.finetune.agents import (
     parse_agent,
     user_factory,
 )
+from trajforge.finetune.data import load_task_difficulty, split_files
 from trajforge.finetune.metrics import GroupScore, score
 from trajforge.generators.agent import AgentPolicy
 from trajforge.generators.llm.concurrency import run_all
+from trajforge.generators.personas import sample_persona
 from trajforge.generators.rollout import run_rollout
+from trajforge.generators.task_verification import verify_task
 from trajforge.generators.tooling import Domain
 from trajforge.schemas import (
     LLMError,
@@ -171,9 +174,8 @@ def split_tasks(run_dir: str | Path, split: str) -> list[Task]:
 
     Why not `data.load_tasks`: it reads `golden` whenever a build has one, whatever split is
     asked, and `--split test` must evaluate the test split."""
+    # lazy, measured start-up cost: pyarrow ~100 ms
     import pyarrow.parquet as pq
-
-    from trajforge.finetune.data import split_files
 
     files = split_files(run_dir, split)
     if not files:
@@ -197,8 +199,6 @@ def fresh_tasks(
 ) -> tuple[list[Task], dict[str, int]]:
     """(tasks, skipped by typed reason): verified tasks from seeds in their own namespace
     ("eval", "opd", ...), so evaluation and training never share a task."""
-    from trajforge.generators.personas import sample_persona
-    from trajforge.generators.task_verification import verify_task
 
     tasks: list[Task] = []
     skipped: dict[str, int] = {}
@@ -343,7 +343,6 @@ def baseline_score(cfg: EvalConfig, tasks: Sequence[Task]) -> GroupScore | None:
     how the build's own agent did, next to the evaluated one. pass^j up to the fewest attempts."""
     if cfg.tasks is None:
         return None
-    from trajforge.finetune.data import load_task_difficulty
 
     measured = load_task_difficulty(cfg.tasks, cfg.split)
     pairs = [(d.attempts, d.successes) for t in tasks if (d := measured.get(t.id))]

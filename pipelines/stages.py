@@ -6,6 +6,7 @@ Each takes the worker's `StageResources` and one element and returns the next re
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
@@ -36,8 +37,8 @@ from trajforge.verifiers.no_tool_baseline import (
     no_tool_baseline,
 )
 from trajforge.verifiers.outcome import judge_outcome
-from trajforge.verifiers.protocol import TrajectoryFilter, run_filter
-from trajforge.verifiers.signatures import compute_signatures
+from trajforge.verifiers.protocol import FilterContext, TrajectoryFilter, run_filter
+from trajforge.verifiers.signatures import compute_signatures, scan_shortcuts
 
 if TYPE_CHECKING:
     from trajforge.pipelines.attempts import TaskAttempt
@@ -147,10 +148,17 @@ class RejectedRecord(Rejected):
         self.record = record
 
 
-def gate(res: StageResources, flt: TrajectoryFilter, trajectory: Trajectory) -> Trajectory:
-    """Pass `trajectory` through one filter; a rejection keeps the record it judged."""
+def gate(
+    res: StageResources,
+    flt: TrajectoryFilter,
+    trajectory: Trajectory,
+    context: FilterContext | None = None,
+) -> Trajectory:
+    """Pass `trajectory` through one filter (`context`: the domain's, unless the caller made
+    one for this trajectory); a rejection keeps the record it judged."""
     assert res.gates is not None
-    verdict = run_filter(flt, trajectory, res.context_for(trajectory.task.domain))
+    context = context or res.context_for(trajectory.task.domain)
+    verdict = run_filter(flt, trajectory, context)
     if not verdict.passed:
         raise RejectedRecord(verdict.reason, verdict.detail, trajectory, flt.name)
     return trajectory
@@ -280,9 +288,12 @@ async def judge_trajectory(res: StageResources, trajectory: Trajectory) -> Traje
 
 
 def shortcut_filters(res: StageResources, trajectory: Trajectory) -> Trajectory:
-    """Attach signatures, then run `quality.filters` in order; the first failure rejects."""
+    """Attach signatures, then run `quality.filters` in order; the first failure rejects.
+    The shortcut scan is made once and handed to the filters with the context."""
     assert res.gates is not None
-    signed = trajectory.model_copy(update={"signatures": compute_signatures(trajectory)})
+    scan = scan_shortcuts(trajectory)
+    signed = trajectory.model_copy(update={"signatures": compute_signatures(trajectory, scan=scan)})
+    context = dataclasses.replace(res.context_for(trajectory.task.domain), scan=scan)
     for flt in res.gates.filters:
-        gate(res, flt, signed)
+        gate(res, flt, signed, context)
     return signed

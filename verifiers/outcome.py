@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import ClassVar, NamedTuple
 
+from trajforge.generators.domain_options import options_of
 from trajforge.generators.replays import gold_calls, replay_domain
-from trajforge.generators.tooling import Domain, domain_option
+from trajforge.generators.tooling import Domain
 from trajforge.generators.values import mentions_value
 from trajforge.schemas import (
     InitialState,
@@ -80,7 +81,7 @@ def domain_problems(trajectory: Trajectory, domain: Domain) -> list[OutcomeProbl
     counts as `bad_termination`, as it always has. The text contract is the
     domain protocol's (typed domain options would make it a typed pair).
     """
-    checks = domain_option(domain, "outcome_checks")
+    checks = options_of(domain).outcome_checks
     problems = [p for check in checks if (p := check(trajectory)) is not None]
     return [OutcomeProblem(_domain_reason(p), p) for p in problems]
 
