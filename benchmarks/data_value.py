@@ -33,6 +33,7 @@ toward a result, and the held-out template and every seed are fixed before any r
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -144,6 +145,17 @@ class Job(_Frozen):
     clears: tuple[Path, ...] = ()  # outputs removed just before the job runs (never when reused)
 
 
+def fingerprint(job: Job) -> dict:
+    """What a finished job must match to be reused: its command, and the bytes of every file
+    its command names (the build configs), so an edited config runs again."""
+    files = {
+        arg: hashlib.sha256(Path(arg).read_bytes()).hexdigest()
+        for arg in job.argv[1:]
+        if Path(arg).is_file()
+    }
+    return {"argv": list(job.argv), "files": files}
+
+
 class Recorder:
     """Runs the CLI steps, up to `parallel` at a time, each with `threads` torch threads, and
     times them (wall), echoing each command before it runs.
@@ -199,7 +211,7 @@ class Recorder:
             if proc.returncode != 0:
                 failed.append(f"{job.name} (exit {proc.returncode}): {stderr[-1500:]}")
             else:
-                self._stamp(job).write_text(json.dumps(job.argv))
+                self._stamp(job).write_text(json.dumps(fingerprint(job)))
             outputs[i] = stdout
             self.phases.append(Phase(name=job.name, wall_s=round(time.perf_counter() - started, 2)))
         if failed:
@@ -211,12 +223,12 @@ class Recorder:
         return (
             self.reusing
             and stamp.exists()
-            and json.loads(stamp.read_text()) == list(job.argv)
+            and json.loads(stamp.read_text()) == fingerprint(job)
             and self._stream(job, "out").exists()
         )
 
     def _stamp(self, job: Job) -> Path:
-        """Written when a job succeeds: its command, for `--resume`."""
+        """Written when a job succeeds: its `fingerprint`, for `--resume`."""
         return self._stream(job, "done")
 
     def _stream(self, job: Job, stream: str) -> Path:

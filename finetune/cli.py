@@ -16,8 +16,6 @@ import argparse
 import json
 from pathlib import Path
 
-from trajforge.generators.run_domains import RunDomains
-
 #: SFT flags: (flag, type, help). Field names are the flags with dashes as underscores.
 _SFT_FLAGS: tuple[tuple[str, type, str], ...] = (
     ("--family", str, "chat-template family (default: detected from the tokenizer)"),
@@ -161,25 +159,6 @@ def cmd_sft(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_domain(run_dir: str | Path, split: str = "golden"):
-    """The domain of a run's held-out tasks, never `--domain` (which picks the domain of fresh
-    tasks): the name the tasks carry, resolved through the run's own config.json, where a
-    plug-in domain's import path lives (a directory without one: built-in domains only)."""
-    # lazy, measured start-up cost: evaluate ~300 ms
-    from trajforge.finetune.evaluate import split_tasks
-
-    domains = RunDomains.of_local_run(run_dir)
-    used = sorted({t.domain for t in split_tasks(run_dir, split)})
-    if len(used) > 1:
-        raise FinetuneCommandError(
-            f"--tasks {run_dir}: the {split} split mixes domains ({', '.join(used)}); "
-            "eval takes one domain at a time"
-        )
-    if not used and not domains.configured:
-        raise FinetuneCommandError(f"--tasks {run_dir} has no {split} tasks to evaluate")
-    return domains.get(used[0]) if used else domains.only()
-
-
 def _eval_source_flags(args: argparse.Namespace) -> None:
     """Refuse flags of the other task source: a run's split is evaluated whole (or capped
     by --max-tasks), fresh tasks are counted by --num-tasks."""
@@ -199,7 +178,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     # lazy, start-up: agents ~190 ms, config ~120 ms, evaluate ~300 ms, domains ~200 ms
     from trajforge.finetune.agents import parse_agent
     from trajforge.finetune.config import FinetuneConfigError, load_model_config
-    from trajforge.finetune.evaluate import EvalConfig, evaluate, format_table, select_tasks
+    from trajforge.finetune.evaluate import (
+        EvalConfig,
+        evaluate,
+        format_table,
+        run_split_domain,
+        select_tasks,
+    )
     from trajforge.generators.domains import get_domain
 
     _eval_source_flags(args)
@@ -229,7 +214,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         specs = [parse_agent(m) for m in args.model]
     except ValueError as err:
         raise FinetuneConfigError(str(err)) from None
-    domain = run_domain(cfg.tasks, cfg.split) if cfg.tasks is not None else get_domain(cfg.domain)
+    domain = (
+        run_split_domain(cfg.tasks, cfg.split) if cfg.tasks is not None else get_domain(cfg.domain)
+    )
     held = select_tasks(cfg, domain)
     if any(cfg.k > 1 and s.kind != "oracle" and cfg.temperature == 0 for s in specs):
         print("note: k > 1 at temperature 0 repeats greedy decoding; pass --temperature for spread")

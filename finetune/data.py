@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from trajforge.generators.prompts import training_message
-from trajforge.schemas import Difficulty, Message, Task, ToolCall, Trajectory
+from trajforge.schemas import Difficulty, Message, ToolCall, Trajectory
 
 COLUMNS = ("id", "messages_json", "tools_json")
 #: Where pipelines write the `messages` view (pipelines.shards.output_dir("messages")).
@@ -149,11 +149,6 @@ def _held_out(run_dir: str | Path, split: str) -> list[Trajectory]:
     if not by_task:
         raise FileNotFoundError(f"{run_dir} has no {chosen} rows to evaluate on")
     return list(by_task.values())
-
-
-def load_tasks(run_dir: str | Path, split: str = "golden") -> list[Task]:
-    """The tasks of a run's held-out split, each once, in file and row order."""
-    return [t.task for t in _held_out(run_dir, split)]
 
 
 def load_task_difficulty(run_dir: str | Path, split: str = "golden") -> dict[str, Difficulty]:

@@ -52,12 +52,13 @@ class EnvTasks:
 def load_env_tasks(source: EnvTaskSource) -> EnvTasks:
     """The source's domain and tasks; an empty task list is an error naming the fix."""
     # lazy, measured start-up cost: evaluate ~120 ms
-    from trajforge.finetune.evaluate import fresh_tasks, split_tasks
+    from trajforge.finetune.evaluate import fresh_tasks, run_split_domain, split_tasks
 
-    domain = get_domain(source.domain)
-    if source.tasks is not None:
+    if source.tasks is not None:  # a run's tasks carry their domain (`domain`: fresh tasks')
+        domain = run_split_domain(source.tasks, source.split)
         tasks = split_tasks(source.tasks, source.split)
     else:
+        domain = get_domain(source.domain)
         tasks, skipped = fresh_tasks(domain, NAMESPACE, source.seed, source.num_tasks)
         if not tasks:
             raise ValueError(

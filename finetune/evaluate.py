@@ -29,12 +29,14 @@ from trajforge.finetune.agents import (
     parse_agent,
     user_factory,
 )
+from trajforge.finetune.config import FinetuneConfigError
 from trajforge.finetune.data import load_task_difficulty, split_files
 from trajforge.finetune.metrics import GroupScore, score
 from trajforge.generators.agent import AgentPolicy
 from trajforge.generators.llm.concurrency import run_all
 from trajforge.generators.personas import sample_persona
 from trajforge.generators.rollout import run_rollout
+from trajforge.generators.run_domains import RunDomains
 from trajforge.generators.task_verification import verify_task
 from trajforge.generators.tooling import Domain
 from trajforge.schemas import (
@@ -167,6 +169,23 @@ def held_out_tasks(cfg: EvalConfig, domain: Domain) -> tuple[list[Task], dict[st
     """(tasks, skipped by reason) of `select_tasks`, for callers that need no more."""
     held = select_tasks(cfg, domain)
     return list(held.tasks), held.skipped
+
+
+def run_split_domain(run_dir: str | Path, split: str = "golden") -> Domain:
+    """The domain of a run's `split` tasks, never a `domain` option (which picks the domain of
+    fresh tasks): the name the tasks carry, resolved through the run's own config.json, where a
+    plug-in domain's import path lives (a directory without one: built-in domains only).
+    Eval, OPD and the RL environments all take a run's tasks through here."""
+    domains = RunDomains.of_local_run(run_dir)
+    used = sorted({t.domain for t in split_tasks(run_dir, split)})
+    if len(used) > 1:
+        raise FinetuneConfigError(
+            f"tasks: the {split} split of {run_dir} mixes domains ({', '.join(used)}); "
+            "give a run of one domain"
+        )
+    if not used and not domains.configured:
+        raise FinetuneConfigError(f"tasks: {run_dir} has no {split} tasks")
+    return domains.get(used[0]) if used else domains.only()
 
 
 def split_tasks(run_dir: str | Path, split: str) -> list[Task]:

@@ -32,8 +32,14 @@ from pydantic import BaseModel, ConfigDict
 
 from trajforge.finetune.agents import parse_agent
 from trajforge.finetune.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
-from trajforge.finetune.data import load_tasks
-from trajforge.finetune.evaluate import EvalConfig, evaluate, fresh_tasks, held_out_tasks
+from trajforge.finetune.evaluate import (
+    EvalConfig,
+    evaluate,
+    fresh_tasks,
+    held_out_tasks,
+    run_split_domain,
+    split_tasks,
+)
 from trajforge.finetune.families import TemplateFamily, resolve_family
 from trajforge.finetune.modeling import (
     Precision,
@@ -375,16 +381,21 @@ class OPDTrainer:
 def training_tasks(cfg: OPDConfig, domain: Domain) -> list[Task]:
     """A run's `split` (train by default), or fresh verified tasks from OPD's own seeds."""
     if cfg.tasks is not None:
-        return load_tasks(cfg.tasks, cfg.split)
+        return split_tasks(cfg.tasks, cfg.split)  # exactly that split: never golden for train
 
     return fresh_tasks(domain, "opd", cfg.seed, cfg.num_tasks)[0]
+
+
+def opd_domain(cfg: OPDConfig) -> Domain:
+    """A run's tasks carry their domain (`tasks`); `domain` picks the domain of fresh tasks."""
+    return run_split_domain(cfg.tasks, cfg.split) if cfg.tasks else get_domain(cfg.domain)
 
 
 def run_opd(cfg: OPDConfig) -> OPDResult:
     """Load models and tasks as configured and train (resumable with `resume=True`)."""
 
     torch.manual_seed(cfg.seed)
-    domain = get_domain(cfg.domain)
+    domain = opd_domain(cfg)
     heldout, _ = held_out_tasks(
         EvalConfig(tasks=cfg.tasks, domain=cfg.domain, num_tasks=cfg.eval_tasks, seed=cfg.seed),
         domain,

@@ -132,6 +132,19 @@ def test_resume_reuses_finished_jobs_in_order_up_to_the_first_that_must_run(tmp_
     assert (tmp_path / "runs.txt").read_text().split()[-1] == "a"
 
 
+def test_resume_runs_a_job_again_when_a_file_it_names_changed(tmp_path):
+    config = tmp_path / "build.yaml"
+    config.write_text("num_tasks: 8\n")
+    job = _counting_job(tmp_path, "build")
+    job = job.model_copy(update={"argv": (*job.argv, str(config))})
+    dv.Recorder(tmp_path / "log", parallel=1).run_all([job])
+    dv.Recorder(tmp_path / "log", parallel=1, resume=True).run_all([job])
+    assert (tmp_path / "runs.txt").read_text().split() == ["build"]  # reused
+    config.write_text("num_tasks: 9\n")
+    dv.Recorder(tmp_path / "log", parallel=1, resume=True).run_all([job])
+    assert (tmp_path / "runs.txt").read_text().split() == ["build", "build"]
+
+
 def test_a_failed_job_is_not_reused_and_its_outputs_are_cleared_before_it_runs(tmp_path):
     stale = tmp_path / "model"
     stale.mkdir()

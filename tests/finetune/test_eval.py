@@ -67,8 +67,7 @@ def test_eval_oracle_scores_one_and_always_wrong_agent_zero(tmp_path, capsys):
 
 def test_eval_on_a_run_directory_golden_split(tmp_path):
     """Held-out tasks come from a built run's test split (trajectory_json)."""
-    from trajforge.finetune.data import load_tasks
-    from trajforge.finetune.evaluate import EvalConfig, held_out_tasks
+    from trajforge.finetune.evaluate import EvalConfig, held_out_tasks, split_tasks
     from trajforge.generators.domains import get_domain
 
     domain = get_domain("retail")
@@ -89,7 +88,7 @@ def test_eval_on_a_run_directory_golden_split(tmp_path):
     (tmp_path / "data").mkdir()
     rows = [{"trajectory_json": t.model_dump_json()} for t in trajs]
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "data" / "golden-00000-of-00001.parquet")
-    assert [t.id for t in load_tasks(tmp_path, "golden")] == [t.id for t in fresh]
+    assert [t.id for t in split_tasks(tmp_path, "golden")] == [t.id for t in fresh]
     out = tmp_path / "r.json"
     assert main(["eval", "--model", "oracle", "--tasks", str(tmp_path), "--json", str(out)]) == 0
     assert json.loads(out.read_text())[0]["overall"]["pass_hat"]["1"] == 1.0

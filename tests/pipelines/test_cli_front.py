@@ -136,10 +136,43 @@ def test_eval_takes_the_domain_of_the_run_not_the_default(tmp_path, capsys):
 
 
 def test_eval_of_a_plugin_run_uses_the_plugin_domain(plugin_run, monkeypatch, capsys):
-    from trajforge.finetune import cli as finetune_cli
+    from trajforge.finetune import evaluate
 
     seen = []
-    real = finetune_cli.run_domain
-    monkeypatch.setattr(finetune_cli, "run_domain", lambda *a: seen.append(real(*a)) or seen[-1])
+    real = evaluate.run_split_domain
+    monkeypatch.setattr(evaluate, "run_split_domain", lambda *a: seen.append(real(*a)) or seen[-1])
     assert main(["eval", "--model", "oracle", "--tasks", str(plugin_run), "--k", "1"]) == 0
     assert [d.name for d in seen] == ["outlet"]
+
+
+@pytest.fixture(scope="module")
+def toy_run(tmp_path_factory) -> Path:
+    """A toy run with train and golden tasks (retail is every task command's default domain)."""
+    return _build(tmp_path_factory.mktemp("toy"), TOY_RUN.replace("num_tasks: 6", "num_tasks: 12"))
+
+
+def test_opd_trains_on_exactly_its_split_in_the_runs_domain(toy_run, tmp_path):
+    """`finetune opd --tasks RUN --split train` used to play the run's golden tasks (the
+    reader took golden whenever a build had one) in the default domain (retail)."""
+    from trajforge.finetune.evaluate import split_tasks
+    from trajforge.finetune.opd.config import OPDConfig
+    from trajforge.finetune.opd.train import opd_domain, training_tasks
+
+    model = tmp_path / "model"
+    model.mkdir()
+    cfg = OPDConfig(student=str(model), teacher=str(model), output=str(tmp_path / "o"),
+                    tasks=str(toy_run), split="train")  # fmt: skip
+    domain = opd_domain(cfg)
+    assert domain.name == "toy"
+    trained = {t.id for t in training_tasks(cfg, domain)}
+    golden = {t.id for t in split_tasks(toy_run, "golden")}
+    assert trained == {t.id for t in split_tasks(toy_run, "train")}
+    assert trained and golden and not trained & golden
+
+
+def test_rl_environments_serve_a_runs_tasks_in_the_runs_domain(toy_run):
+    from trajforge.finetune.env_tasks import EnvTaskSource, load_env_tasks
+
+    loaded = load_env_tasks(EnvTaskSource(tasks=str(toy_run), split="train"))
+    assert loaded.domain.name == "toy" and loaded.tasks
+    assert {t.domain for t in loaded.tasks} == {"toy"}
