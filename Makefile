@@ -58,7 +58,7 @@ quickstart: install bytecode
 # fails on any console message or a blank screenshot.
 report-check: install
 	test -f runs/quickstart/report.html || $(MAKE) quickstart
-	$(PY) -m trajforge.pipelines.report_check runs/quickstart/report.html
+	$(PY) -m trajforge.pipelines.finished.report_check runs/quickstart/report.html
 
 bench: install bytecode
 	$(PY) benchmarks/dedup_bench.py

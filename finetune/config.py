@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from trajforge.finetune.families import FAMILIES
@@ -84,8 +85,6 @@ def load_model_config(cls: type[_Config], values: dict[str, Any], yaml_path: str
     """`cls` from a YAML file (if given) overlaid with explicit values, errors made readable."""
     raw: dict[str, Any] = {}
     if yaml_path:
-        import yaml
-
         raw = yaml.safe_load(Path(yaml_path).read_text()) or {}
     raw.update({k: v for k, v in values.items() if v is not None})
     try:

@@ -30,6 +30,7 @@ from typing import Any, ClassVar, get_type_hints
 from pydantic import BaseModel
 
 from trajforge.finetune.evaluate import CHECKS as EVAL_CHECKS
+from trajforge.generators.domain_options import options_of
 from trajforge.generators.llm.concurrency import run_all
 from trajforge.generators.prompts import agent_system_prompt
 from trajforge.generators.rollout import (
@@ -38,7 +39,7 @@ from trajforge.generators.rollout import (
     user_acts,
     visible_conversation,
 )
-from trajforge.generators.tooling import Domain, domain_option, state_hash
+from trajforge.generators.tooling import Domain, state_hash
 from trajforge.generators.user import ScriptedUser, UserSimulator
 from trajforge.generators.user_tools import MAX_USER_TOOL_ROUNDS
 from trajforge.schemas import (
@@ -52,7 +53,7 @@ from trajforge.schemas import (
     derive_seed,
 )
 from trajforge.verifiers.gate import Verdict, gate_verdict
-from trajforge.verifiers.outcome import rejection_reason, verify_outcome
+from trajforge.verifiers.outcome import judge_outcome
 from trajforge.verifiers.protocol import FilterContext, TrajectoryFilter, run_filter
 from trajforge.verifiers.result import FilterResult
 
@@ -146,7 +147,7 @@ class DomainEnvironment:
     def _user_acts(self, message: Message, last_round: bool) -> bool:
         """Dual control: the user's calls on its own tools, run and recorded as the user's
         (False, nothing run: a user without tools, or one that never stops calling them)."""
-        user_tools = domain_option(self.domain, "user_tools")
+        user_tools = options_of(self.domain).user_tools
         if user_tools is None or last_round:
             return False
         assert self._state is not None
@@ -190,8 +191,7 @@ class DomainEnvironment:
     def _verdict(self) -> FilterResult:
         """The outcome check, then each policy check; the first failure decides."""
         trajectory = self._trajectory()
-        outcome = verify_outcome(trajectory, self.domain)
-        reason = rejection_reason(outcome)
+        outcome, reason = judge_outcome(trajectory, self.domain)
         if reason is not None:
             return FilterResult.reject(reason, outcome.reason)
         context = FilterContext(self.domain)
@@ -298,9 +298,7 @@ def environment_class(
     if checks is None:
         checks = EVAL_CHECKS
     if user_factory is None:
-        user_factory = functools.partial(
-            ScriptedUser, user_tools=domain_option(domain, "user_tools")
-        )
+        user_factory = functools.partial(ScriptedUser, user_tools=options_of(domain).user_tools)
     functions = domain.toolbox.functions()
     clashes = {fn.__name__ for fn in functions} & {USER_TOOL, "reset", "get_reward"}
     if clashes:

@@ -29,10 +29,15 @@ from trajforge.finetune.agents import (
     parse_agent,
     user_factory,
 )
+from trajforge.finetune.config import FinetuneConfigError
+from trajforge.finetune.data import load_task_difficulty, split_files
 from trajforge.finetune.metrics import GroupScore, score
 from trajforge.generators.agent import AgentPolicy
 from trajforge.generators.llm.concurrency import run_all
+from trajforge.generators.personas import sample_persona
 from trajforge.generators.rollout import run_rollout
+from trajforge.generators.run_domains import RunDomains
+from trajforge.generators.task_verification import verify_task
 from trajforge.generators.tooling import Domain
 from trajforge.schemas import (
     LLMError,
@@ -171,9 +176,6 @@ def run_split_domain(run_dir: str | Path, split: str = "golden") -> Domain:
     fresh tasks): the name the tasks carry, resolved through the run's own config.json, where a
     plug-in domain's import path lives (a directory without one: built-in domains only).
     Eval, OPD and the RL environments all take a run's tasks through here."""
-    from trajforge.finetune.config import FinetuneConfigError
-    from trajforge.generators.run_domains import RunDomains
-
     domains = RunDomains.of_local_run(run_dir)
     used = sorted({t.domain for t in split_tasks(run_dir, split)})
     if len(used) > 1:
@@ -191,9 +193,8 @@ def split_tasks(run_dir: str | Path, split: str) -> list[Task]:
 
     Why not `data.load_tasks`: it reads `golden` whenever a build has one, whatever split is
     asked, and `--split test` must evaluate the test split."""
+    # lazy, measured start-up cost: pyarrow ~100 ms
     import pyarrow.parquet as pq
-
-    from trajforge.finetune.data import split_files
 
     files = split_files(run_dir, split)
     if not files:
@@ -217,8 +218,6 @@ def fresh_tasks(
 ) -> tuple[list[Task], dict[str, int]]:
     """(tasks, skipped by typed reason): verified tasks from seeds in their own namespace
     ("eval", "opd", ...), so evaluation and training never share a task."""
-    from trajforge.generators.personas import sample_persona
-    from trajforge.generators.task_verification import verify_task
 
     tasks: list[Task] = []
     skipped: dict[str, int] = {}
@@ -363,7 +362,6 @@ def baseline_score(cfg: EvalConfig, tasks: Sequence[Task]) -> GroupScore | None:
     how the build's own agent did, next to the evaluated one. pass^j up to the fewest attempts."""
     if cfg.tasks is None:
         return None
-    from trajforge.finetune.data import load_task_difficulty
 
     measured = load_task_difficulty(cfg.tasks, cfg.split)
     pairs = [(d.attempts, d.successes) for t in tasks if (d := measured.get(t.id))]

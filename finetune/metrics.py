@@ -53,6 +53,7 @@ def bootstrap_interval(
 ) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of `values` (one value per task): resample
     the tasks with replacement `resamples` times with a fixed seed."""
+    # lazy, measured start-up cost: numpy ~70 ms
     import numpy as np
 
     if not values:

@@ -60,6 +60,7 @@ class ServeEnvConfig(BaseModel):
 def _openenv() -> tuple[Any, Any]:
     """(openenv.core.env_server, its types), or a clear error when the extra is missing."""
     try:
+        # lazy: optional dependency (the rl extra)
         from openenv.core import env_server
         from openenv.core.env_server import types
     except ImportError as err:
@@ -196,6 +197,7 @@ def parse_args(argv: list[str] | None = None) -> ServeEnvConfig:
 
 
 def main(argv: list[str] | None = None) -> None:
+    # lazy: optional dependency (the rl extra)
     import uvicorn
 
     cfg = parse_args(argv)

@@ -62,6 +62,7 @@ def render_text(
     training: bool = True,
 ) -> str:
     """The template's text for canonical messages (see `canonical_messages`)."""
+    # lazy, measured start-up cost: transformers ~580 ms
     from transformers.utils.chat_template_utils import render_jinja_template
 
     rendered, _ = render_jinja_template(

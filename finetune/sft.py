@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+from tqdm import tqdm
 
 from trajforge.finetune import families
 from trajforge.finetune.batching import (
@@ -84,6 +85,7 @@ class SFTResult:
 def resolve_family(cfg: SFTConfig) -> str:
     """The family to render with: `--family` if it fits the model's tokenizer, else detected
     (`families.resolve_family`); never a silent default."""
+    # lazy, measured start-up cost: transformers ~560 ms
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(cfg.model)
@@ -176,6 +178,7 @@ def total_steps(cfg: SFTConfig, samples: Sequence[TokenizedSample], processes: i
 
 def _scheduler(optimizer: Any, warmup: int, total: int) -> Any:
     """Linear warmup, then linear decay to 10% of the peak learning rate."""
+    # lazy, measured start-up cost: torch ~1.1 s
     import torch
 
     def factor(step: int) -> float:
@@ -199,24 +202,84 @@ def _trained_share(micro: Sequence[Batch], rank: int, processes: int) -> tuple[l
     return (share_of_step(trained, rank, processes) if trained else []), total
 
 
+@dataclass
+class _Run:
+    """What the steps of one training run share (built by `_start`)."""
+
+    cfg: SFTConfig
+    world: Any  # accelerate's Accelerator (distributed.start_processes)
+    output: Path
+    model: Any  # prepared for the processes (DDP-wrapped under a launcher)
+    raw: Any  # the unwrapped model: what is evaluated and saved
+    optimizer: Any
+    scheduler: Any
+    params: list[Any]
+    precision: Any
+    pad_id: int
+    steps: int
+    start: int
+    eval_batches: list[Batch]
+
+    @property
+    def main(self) -> bool:
+        return bool(self.world.is_main_process)
+
+    @property
+    def device(self) -> str:
+        return str(self.world.device)
+
+
 def run_sft(cfg: SFTConfig) -> SFTResult:
     """Train as configured; resumable from the latest checkpoint with `resume=True`. In every
     process of an `accelerate launch`; process 0 alone writes to the output directory."""
-    import torch
-    from tqdm import tqdm
-
     world = start_processes()
-    main = world.is_main_process
-    rank, processes = world.process_index, world.num_processes
+    output = _claim_output(cfg, world)
+    _seed_torch(cfg.seed)  # before the model is built: a model from a config draws its weights
+    family = resolve_family(cfg)
+    model, tokenizer, precision = load_for_training(cfg, str(world.device))
+    train, validation = _tokenised_data(cfg, tokenizer, family, output, world.is_main_process)
+    run = _start(cfg, world, output, model, precision, tokenizer.pad_token_id, train, validation)
+    started = time.perf_counter()
+    losses, tokens_seen = _train(run, train, started)
+    eval_loss = _evaluate(run, run.steps)
+    if run.main:
+        save_checkpoint(output, run.steps, run.raw, run.optimizer, run.scheduler)
+    elapsed = time.perf_counter() - started
+    model_dir = output / "model"
+    if run.main:
+        model_dir = save_final(run.raw, tokenizer, output, family, precision.save_dtype(cfg.model))
+    world.wait_for_everyone()  # no process returns before the model is written
+    return SFTResult(
+        output=output,
+        model_dir=model_dir,
+        steps=run.steps,
+        first_loss=losses[0] if losses else math.nan,
+        last_loss=losses[-1] if losses else math.nan,
+        eval_loss=eval_loss,
+        tokens_per_s=tokens_seen / elapsed if elapsed else 0.0,
+    )
+
+
+def _seed_torch(seed: int) -> None:
+    import torch  # lazy: the CLI imports this module, and torch costs seconds to import
+
+    torch.manual_seed(seed)
+
+
+def _claim_output(cfg: SFTConfig, world: Any) -> Path:
+    """The output directory, made; a previous run there is refused unless resuming."""
     output = Path(cfg.output)
     output.mkdir(parents=True, exist_ok=True)
     if not cfg.resume and (latest_checkpoint(output) or (output / METRICS_FILE).exists()):
         raise FileExistsError(f"{output} holds a previous run; pass --resume or a new --output")
     world.wait_for_everyone()  # every process has looked before process 0 writes
-    torch.manual_seed(cfg.seed)
-    device = str(world.device)
-    family = resolve_family(cfg)
-    model, tokenizer, precision = load_for_training(cfg, device)
+    return output
+
+
+def _tokenised_data(
+    cfg: SFTConfig, tokenizer: Any, family: str, output: Path, main: bool
+) -> tuple[list[TokenizedSample], list[TokenizedSample]]:
+    """The train and validation samples; what became of each split goes to OUT/data.json."""
     train, train_stats = tokenise_split(cfg, "train", tokenizer, family)
     validation, val_stats = (
         tokenise_split(cfg, "validation", tokenizer, family)
@@ -228,99 +291,124 @@ def run_sft(cfg: SFTConfig) -> SFTResult:
         (output / "data.json").write_text(json.dumps(stats, indent=2))
     if not train:
         raise ValueError(f"{cfg.data}: no trainable train conversations ({train_stats.dropped})")
-    pad_id = tokenizer.pad_token_id
-    steps = total_steps(cfg, train, processes)
+    return train, validation
+
+
+def _start(
+    cfg: SFTConfig,
+    world: Any,
+    output: Path,
+    model: Any,
+    precision: Any,
+    pad_id: int,
+    train: Sequence[TokenizedSample],
+    validation: Sequence[TokenizedSample],
+) -> _Run:
+    """Seeded optimizer and schedule over the planned steps, the latest checkpoint loaded
+    when resuming, everything prepared for the processes."""
+    import torch  # lazy: the CLI imports this module, and torch costs seconds to import
+
+    steps = total_steps(cfg, train, world.num_processes)
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     scheduler = _scheduler(optimizer, cfg.warmup_steps, steps)
-    start = 0
     checkpoint = latest_checkpoint(output) if cfg.resume else None
-    if checkpoint is not None:
-        start = load_checkpoint(checkpoint, model, optimizer, scheduler)
-    raw = model  # unwrapped: what is evaluated and saved
+    start = load_checkpoint(checkpoint, model, optimizer, scheduler) if checkpoint else 0
+    raw = model
     model, optimizer, scheduler = world.prepare(model, optimizer, scheduler)
     eval_batches = micro_batches(
-        validation,
+        list(validation),
         packing=cfg.packing,
         tokens=cfg.row_tokens,
         batch_size=cfg.batch_size,
         pad_id=pad_id,
     )
+    return _Run(cfg, world, output, model, raw, optimizer, scheduler, params, precision,
+                pad_id, steps, start, eval_batches)  # fmt: skip
 
-    def evaluate(step: int) -> float | None:
-        """Each process evaluates every N-th validation batch; the sums are added up."""
-        if not eval_batches:
-            return None
-        raw.eval()
-        total, count = loss_sums(raw, eval_batches[rank::processes], device, precision)
-        raw.train()
-        total = sum_over_processes(world, total)
-        count = round(sum_over_processes(world, count))
-        value = total / count if count else float("nan")
-        if main:
-            _write(output, StepMetrics(step=step, eval_loss=value))
-        return value
 
-    model.train()
+def _evaluate(run: _Run, step: int) -> float | None:
+    """Each process evaluates every N-th validation batch; the sums are added up."""
+    if not run.eval_batches:
+        return None
+    world = run.world
+    run.raw.eval()
+    mine = run.eval_batches[world.process_index :: world.num_processes]
+    total, count = loss_sums(run.raw, mine, run.device, run.precision)
+    run.raw.train()
+    total = sum_over_processes(world, total)
+    count = round(sum_over_processes(world, count))
+    value = total / count if count else float("nan")
+    if run.main:
+        _write(run.output, StepMetrics(step=step, eval_loss=value))
+    return value
+
+
+def _train(run: _Run, train: Sequence[TokenizedSample], started: float) -> tuple[list[float], int]:
+    """The optimizer steps after `run.start`, with metrics, evaluations and checkpoints as
+    configured (throughput timed from `started`): (each step's loss, tokens seen)."""
+
+    cfg, world = run.cfg, run.world
+    run.model.train()
     losses: list[float] = []
-    tokens_seen, started = 0, time.perf_counter()
-    bar = tqdm(
-        total=steps, initial=start, desc="sft", unit="step", disable=not (cfg.progress and main)
-    )
-    eval_loss = None
-    for step, micro in enumerate(step_schedule(cfg, train, pad_id, processes), start=1):
-        if step > steps:
+    tokens_seen = 0
+    shown = cfg.progress and run.main
+    bar = tqdm(total=run.steps, initial=run.start, desc="sft", unit="step", disable=not shown)
+    schedule = step_schedule(cfg, train, run.pad_id, world.num_processes)
+    for step, micro in enumerate(schedule, start=1):
+        if step > run.steps:
             break
-        if step <= start:
+        if step <= run.start:
             continue
-        share, trained = _trained_share(micro, rank, processes)
-        loss = 0.0
-        if trained:
-            local = backward_share(model, share, trained, processes=processes,
-                                   sync=world, device=device, precision=precision)  # fmt: skip
-            loss = sum_over_processes(world, local) / trained
-        if cfg.max_grad_norm:
-            world.clip_grad_norm_(params, cfg.max_grad_norm)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
+        loss, trained = _optimizer_step(run, micro)
         losses.append(loss)
         tokens_seen += sum(b.num_tokens for b in micro)
         elapsed = time.perf_counter() - started
-        if main and (step % cfg.log_every == 0 or step == steps):
-            _write(
-                output,
-                StepMetrics(
-                    step=step,
-                    loss=loss,
-                    lr=scheduler.get_last_lr()[0],
-                    trained_tokens=trained,
-                    tokens=tokens_seen,
-                    tokens_per_s=tokens_seen / elapsed,
-                    elapsed_s=elapsed,
-                ),
-            )
+        if run.main and (step % cfg.log_every == 0 or step == run.steps):
+            _write(run.output, _step_metrics(run, step, loss, trained, tokens_seen, elapsed))
         bar.update(1)
         bar.set_postfix(loss=f"{loss:.3f}")
-        if cfg.eval_every and step % cfg.eval_every == 0 and step < steps:
-            evaluate(step)
-        if main and cfg.save_every and step % cfg.save_every == 0 and step < steps:
-            save_checkpoint(output, step, raw, optimizer, scheduler)
+        _between_steps(run, step)
     bar.close()
-    eval_loss = evaluate(steps)
-    if main:
-        save_checkpoint(output, steps, raw, optimizer, scheduler)
-    elapsed = time.perf_counter() - started
-    model_dir = output / "model"
-    if main:
-        model_dir = save_final(raw, tokenizer, output, family, precision.save_dtype(cfg.model))
-    world.wait_for_everyone()  # no process returns before the model is written
-    return SFTResult(
-        output=output,
-        model_dir=model_dir,
-        steps=steps,
-        first_loss=losses[0] if losses else math.nan,
-        last_loss=losses[-1] if losses else math.nan,
-        eval_loss=eval_loss,
-        tokens_per_s=tokens_seen / elapsed if elapsed else 0.0,
+    return losses, tokens_seen
+
+
+def _optimizer_step(run: _Run, micro: Sequence[Batch]) -> tuple[float, int]:
+    """One step over its micro-batches: (the mean loss over the step's trained tokens in
+    every process, those tokens)."""
+    world = run.world
+    share, trained = _trained_share(micro, world.process_index, world.num_processes)
+    loss = 0.0
+    if trained:
+        local = backward_share(run.model, share, trained, processes=world.num_processes,
+                               sync=world, device=run.device, precision=run.precision)  # fmt: skip
+        loss = sum_over_processes(world, local) / trained
+    if run.cfg.max_grad_norm:
+        world.clip_grad_norm_(run.params, run.cfg.max_grad_norm)
+    run.optimizer.step()
+    run.scheduler.step()
+    run.optimizer.zero_grad(set_to_none=True)
+    return loss, trained
+
+
+def _step_metrics(
+    run: _Run, step: int, loss: float, trained: int, tokens_seen: int, elapsed: float
+) -> StepMetrics:
+    return StepMetrics(
+        step=step,
+        loss=loss,
+        lr=run.scheduler.get_last_lr()[0],
+        trained_tokens=trained,
+        tokens=tokens_seen,
+        tokens_per_s=tokens_seen / elapsed,
+        elapsed_s=elapsed,
     )
+
+
+def _between_steps(run: _Run, step: int) -> None:
+    """An evaluation and a checkpoint when they fall due (the last step has its own)."""
+    cfg = run.cfg
+    if cfg.eval_every and step % cfg.eval_every == 0 and step < run.steps:
+        _evaluate(run, step)
+    if run.main and cfg.save_every and step % cfg.save_every == 0 and step < run.steps:
+        save_checkpoint(run.output, step, run.raw, run.optimizer, run.scheduler)

@@ -48,6 +48,7 @@ from trajforge.finetune.environments import (
 from trajforge.finetune.families import TemplateFamily, get_family
 from trajforge.finetune.hf_client import reply_from_text
 from trajforge.finetune.verifiers_env import env_system_prompt
+from trajforge.generators.domains import get_domain
 from trajforge.generators.tooling import Domain
 from trajforge.schemas import Task
 
@@ -307,8 +308,6 @@ def verl_task_rows(source: EnvTaskSource) -> list[dict[str, Any]]:
 
 
 def _domain(name: str) -> Domain:
-    from trajforge.generators.domains import get_domain
-
     return get_domain(name)
 
 

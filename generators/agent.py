@@ -20,9 +20,9 @@ from trajforge.generators.agent_voice import (
     user_name,
     write_report,
 )
+from trajforge.generators.domain_options import options_of
 from trajforge.generators.domains import DOMAINS
 from trajforge.generators.phrasing import NO_PHRASING, Phrasing
-from trajforge.generators.tooling import domain_option
 from trajforge.generators.user import asks_confirmation, response_cost
 from trajforge.generators.user_tools import UserTools
 from trajforge.schemas import (
@@ -169,7 +169,7 @@ class OracleAgent:
         self._task = task
         self._phrasing = _domain_phrasing(task.domain) if phrasing is None else phrasing
         if user_tools is None and any(a.actor == "user" for a in task.gold_actions):
-            user_tools = domain_option(DOMAINS.get(task.domain), "user_tools")
+            user_tools = options_of(DOMAINS.get(task.domain)).user_tools
         self._user_tools = user_tools
 
     async def act(
@@ -247,13 +247,14 @@ def oracle_for(task: Task, domain: Any) -> OracleAgent:
     """The oracle for `task` in `domain`, speaking with that domain's phrasing table (a plugin
     domain's too: the name alone only finds the built-in ones) and asking its user to act
     with its user tools' words (dual control)."""
-    return OracleAgent(task, domain_option(domain, "phrasing"), domain_option(domain, "user_tools"))
+    options = options_of(domain)
+    return OracleAgent(task, options.phrasing, options.user_tools)
 
 
 def _domain_phrasing(name: str) -> Phrasing:
     """The phrasing table the named domain declares (generic for a plugin domain or one
     without a table)."""
-    return domain_option(DOMAINS.get(name), "phrasing")
+    return options_of(DOMAINS.get(name)).phrasing
 
 
 def _writes(action: GoldAction, tools: Sequence[ToolSpec]) -> bool:

@@ -20,8 +20,9 @@ from trajforge.generators.blueprint_plan import (
     execute_skeleton,
     plan_blueprint,
 )
+from trajforge.generators.domain_options import options_of
 from trajforge.generators.prompts import STOP_TOKEN, agent_system_prompt
-from trajforge.generators.tooling import Domain, domain_option
+from trajforge.generators.tooling import Domain
 from trajforge.generators.verbalise import Verbaliser
 from trajforge.schemas import (
     LLMClient,
@@ -117,8 +118,8 @@ async def run_blueprint(
     calls = [SkeletonCall(c.call, replace(c.execution, state_after=None)) for c in executed]
     # Optional domain member: a domain whose policy asks no confirmation before a write.
     # Optional domain member: its phrasing table (generators/phrasing.py); generic without one.
-    phrasing = domain_option(domain, "phrasing")
-    plan = plan_blueprint(task, calls, domain_option(domain, "confirm_writes"), phrasing)
+    phrasing = options_of(domain).phrasing
+    plan = plan_blueprint(task, calls, options_of(domain).confirm_writes, phrasing)
     system = Message(role="system", content=agent_system_prompt(domain.policy, domain.vocabulary))
     contexts = draft_contexts(plan, system)
     writer = Verbaliser(llm, model, task, seed, sampling, max_retries, domain.vocabulary)

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from trajforge.generators.execute_options import ExecuteOptions
 from trajforge.generators.state_dumps import state_hash
 from trajforge.schemas import ToolCall
 from trajforge.schemas.base import CanonicalParts
@@ -45,10 +47,13 @@ class LiveDump:
         observe: bool = True,
     ) -> None:
         self.dumped: dict[str, Any] | None = None
-        #: False: a write with nothing held dumps only the entries it touches and no whole
-        #: dump is ever held (for a state that is never hashed, such as a plan search's
-        #: working copy; `state_hash` then dumps the state).
-        self.hold = hold
+        #: How the toolbox runs this state's calls. `hold=False`: a write with nothing held
+        #: dumps only the entries it touches and no whole dump is ever held (for a state that
+        #: is never hashed, such as a plan search's working copy; `state_hash` then dumps the
+        #: state). `cow`: the template handout the live state is (None: a state of its own).
+        #: `observe=False`: successful calls' observations are not rendered, for a run whose
+        #: callers read only errors, states and hashes (plan search, replays).
+        self.options = ExecuteOptions(hold=hold, observe=observe, cow=start)
         self.wrote = False
         #: With `journal`, how to undo each write that ran, in order (`undo_all`).
         self._journal: list[Callable[[BaseModel], None]] | None = [] if journal else None
@@ -57,25 +62,13 @@ class LiveDump:
         #: The initial state's hash when the caller knows it (a replay memo entry): the final
         #: hash of a run in which no write ran.
         self.initial_hash = initial_hash
-        #: The handout the live state is, when it is one (None: a state of its own).
-        self.cow = start
-        #: False: successful calls' observations are not rendered (`Toolbox.execute`); for a
-        #: run whose callers read only errors, states and hashes (plan search, replays).
-        self.observe = observe
 
     def execute(self, toolbox: Toolbox, state: BaseModel, call: ToolCall) -> ToolExecution:
         """`toolbox.execute` with the held dump; holds the write's `state_after`."""
-        if self.dumped is None and not self.wrote and self.cow is not None:
+        if self.dumped is None and not self.wrote and self.options.cow is not None:
             self._adopt_template()
-        execution = toolbox.execute(
-            state,
-            call,
-            self.dumped,
-            incremental=self.SHARE,
-            hold=self.hold,
-            cow=self.cow,
-            observe=self.observe,
-        )
+        options = self.options if self.SHARE else replace(self.options, incremental=False)
+        execution = toolbox.execute(state, call, self.dumped, options)
         if execution.state_after is not None and self.SHARE:
             self.dumped = execution.state_after
         ran = execution.mutating and execution.error is None
@@ -88,8 +81,9 @@ class LiveDump:
         """Hold the template's dump as the current one (nothing wrote yet, so the copy is
         still equal to its template), with its parts so the next hash re-encodes only what
         changed, when a dump is wanted at all (`hold`, SHARE)."""
-        if self.hold and self.SHARE and self.cow is not None:
-            template = self.cow.template.dumped()
+        cow = self.options.cow
+        if self.options.hold and self.SHARE and cow is not None:
+            template = cow.template.dumped()
             self.dumped, self.parts = template.dumped, template.parts_for_copy()
 
     def undo_all(self, state: BaseModel) -> None:
@@ -108,6 +102,6 @@ class LiveDump:
             return hashlib.sha256(self.parts.bytes_of(self.dumped)).hexdigest()
         if self.initial_hash is not None and self.SHARE:
             return self.initial_hash
-        if self.cow is not None and self.SHARE:  # no write ran: the copy is its template
-            return self.cow.template.dumped().hash
+        if self.options.cow is not None and self.SHARE:  # no write ran: the copy is its template
+            return self.options.cow.template.dumped().hash
         return state_hash(state)

@@ -44,8 +44,9 @@ from trajforge.generators.blueprint_plan import (
     plan_blueprint,
 )
 from trajforge.generators.consent import is_refusal
+from trajforge.generators.domain_options import options_of
 from trajforge.generators.noise import FAULT_CLASSES, NoiseConfig, fault_drawn
-from trajforge.generators.tooling import Domain, domain_option
+from trajforge.generators.tooling import Domain
 from trajforge.generators.values import numbers_in
 from trajforge.schemas import (
     FaultClass,
@@ -134,9 +135,8 @@ class NoisyTeacher:
         self._noise = noise
         self._drawn = {c for c in FAULT_CLASSES if fault_drawn(task.id, attempt, c, noise.rate(c))}
         _, calls = execute_skeleton(task, domain)
-        plan = plan_blueprint(
-            task, calls, domain_option(domain, "confirm_writes"), domain_option(domain, "phrasing")
-        )
+        options = options_of(domain)
+        plan = plan_blueprint(task, calls, options.confirm_writes, options.phrasing)
         self._script = self._with_faults(_script(plan), domain)
         self._cursor = 0
         self._asked_again: set[int] = set()  # writes whose prompt was repeated after a no
@@ -172,7 +172,7 @@ class NoisyTeacher:
         return [*steps[:chosen], *rest]
 
     def _other_users_record(self, steps: list[_Step], domain: Domain) -> list[_Step]:
-        rules = domain_option(domain, "policy_rules")
+        rules = options_of(domain).policy_rules
         key = rules.owner_field if rules is not None else None
         reads = [
             i

@@ -14,13 +14,12 @@ replays again, so results never depend on what is cached, only the CPU does.
 
 from __future__ import annotations
 
-import collections
-import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from trajforge.generators.bounded_lru import BoundedLru
 from trajforge.generators.tooling import Domain, LiveDump, Toolbox
 from trajforge.generators.user_tools import gold_call, world_toolbox
 from trajforge.generators.world_templates import TEMPLATES, CowCopy, WorldTemplate, template_key
@@ -47,43 +46,10 @@ class Replay:
     failed: tuple[int, str] | None = None
 
 
-class ReplayMemo:
-    """A bounded, thread-safe LRU map (the rollout records from the event-loop thread)."""
+#: The replay memo's type (kept as a name: tests build small ones).
+ReplayMemo = BoundedLru
 
-    def __init__(self, maxsize: int = MEMO_SIZE):
-        self.maxsize = maxsize
-        self.enabled = True
-        self.hits = 0
-        self.misses = 0
-        self._lock = threading.Lock()
-        self._entries: collections.OrderedDict[str, Replay] = collections.OrderedDict()
-
-    def get(self, key: str) -> Replay | None:
-        with self._lock:
-            entry = self._entries.get(key) if self.enabled else None
-            if entry is None:
-                self.misses += 1
-                return None
-            self._entries.move_to_end(key)
-            self.hits += 1
-            return entry
-
-    def put(self, key: str, entry: Replay) -> None:
-        if not self.enabled:
-            return
-        with self._lock:
-            self._entries[key] = entry
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.maxsize:
-                self._entries.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self.hits = self.misses = 0
-
-
-MEMO = ReplayMemo()
+MEMO: BoundedLru[Replay] = BoundedLru(MEMO_SIZE)
 
 
 def replay_key(world: list[str], init: InitialState, calls: Iterable[ToolCall]) -> str:
@@ -206,7 +172,7 @@ def register_template(
     process's template of that world, with its dump when the caller knows it; None when it
     cannot be shared."""
     key = template_key(world_of(name, toolbox, initial_state), init)
-    return TEMPLATES.put(key, state, dumped)
+    return TEMPLATES.share(key, state, dumped)
 
 
 def template_of(domain: Domain, init: InitialState, take: bool = False) -> WorldTemplate | None:

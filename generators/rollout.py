@@ -21,9 +21,10 @@ from typing import Protocol
 from pydantic import BaseModel
 
 from trajforge.generators.agent import AgentPolicy, AgentTurn
+from trajforge.generators.domain_options import options_of
 from trajforge.generators.prompts import TRANSFER_TOKEN, agent_system_prompt
 from trajforge.generators.replays import gold_calls, live_world, recorded, remember_final
-from trajforge.generators.tooling import Domain, LiveDump, ToolExecution, domain_option
+from trajforge.generators.tooling import Domain, LiveDump, ToolExecution
 from trajforge.generators.user import UserSimulator
 from trajforge.generators.user_tools import (
     MAX_USER_TOOL_ROUNDS,
@@ -133,7 +134,7 @@ async def run_rollout(
         messages=[],
         observer=observer,
         live=live,
-        user_tools=domain_option(domain, "user_tools"),
+        user_tools=options_of(domain).user_tools,
     )
     run.append(
         Message(role="system", content=agent_system_prompt(domain.policy, domain.vocabulary))

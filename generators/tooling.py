@@ -14,16 +14,15 @@ import functools
 import inspect
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 # LiveDump, apply_patches and state_hash moved out; still imported from here by callers
+from trajforge.generators.execute_options import PLAIN_EXECUTION, ExecuteOptions
 from trajforge.generators.live_dump import LiveDump as LiveDump
-from trajforge.generators.phrasing import NO_PHRASING
 from trajforge.generators.state_dumps import (
     DumpPath,
     outline,
@@ -50,7 +49,7 @@ from trajforge.schemas import (
 )
 
 if TYPE_CHECKING:
-    from trajforge.generators.world_templates import CowCopy
+    pass
 
 #: `touches(state, arguments) -> paths`: the entries of the dump (paths of keys from its top,
 #: such as ("orders", order_id)) that a write may mutate, read from the state before the call.
@@ -118,7 +117,6 @@ def _arguments_model(fn: Callable[..., Any]) -> type[BaseModel]:
     hints = get_type_hints(fn)
     params = list(inspect.signature(fn).parameters.values())[1:]
     _, arg_docs = _docstring_parts(fn.__doc__ or "")
-    from pydantic import Field
 
     fields: dict[str, Any] = {}
     for p in params:
@@ -186,7 +184,7 @@ def _render_result(value: Any) -> str:
 
 
 def _not_rendered(value: Any) -> str:
-    """The observation of a successful call nobody reads (`Toolbox.execute(observe=False)`)."""
+    """The observation of a successful call nobody reads (`ExecuteOptions(observe=False)`)."""
     return ""
 
 
@@ -230,10 +228,7 @@ class Toolbox:
         state: BaseModel,
         call: ToolCall,
         dumped: dict[str, Any] | None = None,
-        incremental: bool = True,
-        hold: bool = True,
-        cow: CowCopy | None = None,
-        observe: bool = True,
+        options: ExecuteOptions = PLAIN_EXECUTION,
     ) -> ToolExecution:
         """Run one call against `state` (mutated in place on success); never raises.
 
@@ -241,18 +236,21 @@ class Toolbox:
         loop keeps the last write's `state_after`: read tools and failed writes leave the
         state as it was), so a write dumps the state once instead of twice. The caller
         vouches that it is current; `LiveDump` is the one helper that keeps it so.
-        `incremental`: a write whose tool declares `touches` re-dumps only those entries
-        after the call (False: the whole state, the reference the tests compare with).
-        `hold=False` with no `dumped`: such a write dumps only its entries, before and after,
-        and hands no whole dump on (a caller that never hashes: the plan search).
-        `cow`: `state` is that template's handout; a write first makes the entries it
-        touches the copy's own (all of them when its tool declares none, or the declaration
-        fails on these arguments), so the tool never mutates an entry the template shares.
-        `observe=False`: a successful call's observation is left empty instead of rendered
-        (a caller that reads only errors, states and hashes: the plan search and replays,
-        which rendered every result as JSON text for nothing); errors are always rendered."""
-        render = _render_result if observe else _not_rendered
+        `options`: how a write is dumped and diffed and whether results are rendered
+        (`ExecuteOptions`; the defaults suit a caller with no held dump)."""
         spec = self._by_name.get(call.name)
+        checked = self._validated(call, spec)
+        if isinstance(checked, ToolExecution):
+            return checked
+        assert spec is not None  # a call of an unknown tool was refused above
+        render = _render_result if options.observe else _not_rendered
+        if not spec.mutates_state:
+            return self._read(state, call, checked, render)
+        return self._dispatch_write(state, call, checked, dumped, options, render)
+
+    def _validated(self, call: ToolCall, spec: ToolSpec | None) -> dict[str, Any] | ToolExecution:
+        """The call's validated arguments, or the error observation that refuses it (an
+        unknown tool, arguments that did not parse, or arguments its model refuses)."""
         if spec is None:
             known = ", ".join(sorted(self._functions))
             return ToolExecution(
@@ -265,7 +263,7 @@ class Toolbox:
             msg = f"Error: could not parse arguments for {call.name}: {call.parse_error}"
             return ToolExecution(msg, "parse_error", (), spec.mutates_state)
         try:
-            args = self._models[call.name].model_validate(call.arguments)
+            return dict(self._models[call.name].model_validate(call.arguments))
         except ValidationError as err:
             return ToolExecution(
                 _format_validation_error(call.name, err),
@@ -273,20 +271,41 @@ class Toolbox:
                 (),
                 spec.mutates_state,
             )
-        if not spec.mutates_state:
-            try:
-                result = self._functions[call.name](state, **dict(args))
-            except Exception as err:  # noqa: BLE001 - model-chosen arguments never crash a run
-                return ToolExecution(_error_observation(err), "tool_error", (), False)
-            return ToolExecution(render(result), None, (), False)
-        paths = self._touched(state, call.name, dict(args)) if incremental else None
-        if cow is not None:
-            cow.privatise(state, paths)
-        if dumped is None and not hold and paths is not None:
+
+    def _read(
+        self,
+        state: BaseModel,
+        call: ToolCall,
+        args: dict[str, Any],
+        render: Callable[[Any], str],
+    ) -> ToolExecution:
+        """A read tool: its rendered result, or its error; nothing to dump."""
+        try:
+            result = self._functions[call.name](state, **args)
+        except Exception as err:  # noqa: BLE001 - model-chosen arguments never crash a run
+            return ToolExecution(_error_observation(err), "tool_error", (), False)
+        return ToolExecution(render(result), None, (), False)
+
+    def _dispatch_write(
+        self,
+        state: BaseModel,
+        call: ToolCall,
+        args: dict[str, Any],
+        dumped: dict[str, Any] | None,
+        options: ExecuteOptions,
+        render: Callable[[Any], str],
+    ) -> ToolExecution:
+        """A write: the entries it touches (`incremental`), made the copy's own first (`cow`),
+        then diffed between outlines of those entries (nothing held, none wanted: `hold`
+        False) or between whole dumps."""
+        paths = self._touched(state, call.name, args) if options.incremental else None
+        if options.cow is not None:
+            options.cow.privatise(state, paths)
+        if dumped is None and not options.hold and paths is not None:
             before = outline(state, paths)
             if before is not None:
-                return self._write_outlined(state, call, dict(args), before, paths, render)
-        return self._write(state, call, dict(args), dumped, paths, render)
+                return self._write_outlined(state, call, args, before, paths, render)
+        return self._write(state, call, args, dumped, paths, render)
 
     def _write(
         self,
@@ -374,8 +393,9 @@ class Domain(Protocol):
     verbs a write backs). Implementations live in generators/domains/<name>/ and are listed in
     the frozen table of generators/domains/__init__.py; the kit (generators/domain_kit/) does
     most of `synthesize_task`. See README "Add a domain". Optional members (policy rules, claim
-    types, outcome checks, confirmation, phrasing) are read through `domain_option`, whose
-    table `OPTIONAL_DOMAIN_MEMBERS` gives each one's default.
+    types, outcome checks, confirmation, phrasing) are plain attributes too; generic code reads
+    them typed through `domain_options.options_of`, whose `DomainOptions` documents each one's
+    default.
     """
 
     name: str
@@ -390,29 +410,3 @@ class Domain(Protocol):
     def synthesize_task(self, persona: Persona, seed: int) -> Task:
         """A verified task for this persona, or raise TaskRejected with a typed reason."""
         ...
-
-
-#: The optional members of a `Domain`, and what a domain that does not declare one gets: its
-#: checkable policy (`PolicyRules`; none: the policy checker passes everything), the entity
-#: types its claims are checked by (`ClaimTypes`), extra outcome checks (trajectory -> problem
-#: or None), whether the blueprint asks for confirmation before each write, the agent's
-#: words for its objects (`Phrasing`), and the simulated user's own tools (`UserTools`, for
-#: dual-control domains; none by default). One table, so every reader falls back the same way.
-OPTIONAL_DOMAIN_MEMBERS: Mapping[str, Any] = MappingProxyType(
-    {
-        "policy_rules": None,
-        "claim_types": None,
-        "outcome_checks": (),
-        "trajectory_checks": (),  # TrajectoryCheck: a domain's checks inside built-in filters
-        "call_meanings": MappingProxyType({}),  # tool -> arguments' meaning, for loop detection
-        "confirm_writes": True,
-        "phrasing": NO_PHRASING,
-        # UserTools (generators/user_tools.py): the simulated user's own tools; None: none
-        "user_tools": None,
-    }
-)
-
-
-def domain_option(domain: Any, name: str) -> Any:
-    """`domain`'s optional member `name`, or the default from `OPTIONAL_DOMAIN_MEMBERS`."""
-    return getattr(domain, name, OPTIONAL_DOMAIN_MEMBERS[name])

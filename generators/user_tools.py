@@ -23,7 +23,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from trajforge.generators.tooling import Toolbox, ToolExecution, domain_option
+from trajforge.generators.domain_options import options_of
+from trajforge.generators.tooling import Toolbox, ToolExecution
 from trajforge.schemas import GoldAction, Message, ToolCall, Trajectory, canonical_json
 
 #: A user that keeps calling its tools without saying anything is cut off after this many rounds.
@@ -84,7 +85,7 @@ class UserTools:
 def world_toolbox(domain: Any) -> Toolbox:
     """The toolbox a replay of `domain`'s calls goes through: its own, or with user tools the
     `WorldToolbox` of both."""
-    user_tools = domain_option(domain, "user_tools")
+    user_tools = options_of(domain).user_tools
     return domain.toolbox if user_tools is None else user_tools.world(domain.toolbox)
 
 

@@ -3,7 +3,7 @@
 A task's world was validated, dumped whole and hashed by synthesis (the gold replay) and then
 again, a few milliseconds later in the same process, by the rollout (stages are fused): ~15-20%
 of a rollout build's CPU. Synthesis now registers the world it built as a read-only template
-(`TEMPLATES.put`), keyed by what determines it (the domain's world, `replays.world_of`, and the
+(`TEMPLATES.share`), keyed by what determines it (the domain's world, `replays.world_of`, and the
 `InitialState`); the gold replay and the rollout take `handout()`s of it: a copy whose
 top-level collections are its own (shallow copies) while every entry (an order, a user) is
 still the template's object. Before a write runs, `Toolbox.execute` calls `CowCopy.privatise`
@@ -23,7 +23,6 @@ as the blueprint skeleton's), so it is freed with that reader instead of lingeri
 
 from __future__ import annotations
 
-import collections
 import copy
 import enum
 import hashlib
@@ -34,6 +33,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from trajforge.generators.bounded_lru import BoundedLru
 from trajforge.generators.state_dumps import patched_dump
 from trajforge.schemas import InitialState, content_hash
 from trajforge.schemas.base import CanonicalParts
@@ -211,41 +211,14 @@ def template_key(world: list[str], init: InitialState) -> str:
     return content_hash([world, init.model_dump(mode="json")])
 
 
-class WorldTemplates:
-    """A bounded, thread-safe LRU map of templates (synthesis puts on the DoFn thread, the
-    rollout gets on the event-loop thread; templates themselves are read-only)."""
+class WorldTemplates(BoundedLru[WorldTemplate]):
+    """The templates of a process (synthesis shares on the DoFn thread, the rollout takes on
+    the event-loop thread; templates themselves are read-only)."""
 
     def __init__(self, maxsize: int = TEMPLATES_SIZE) -> None:
-        self.maxsize = maxsize
-        self.enabled = True
-        self.hits = 0
-        self.misses = 0
-        self._lock = threading.Lock()
-        self._entries: collections.OrderedDict[str, WorldTemplate] = collections.OrderedDict()
+        super().__init__(maxsize)
 
-    def get(self, key: str) -> WorldTemplate | None:
-        with self._lock:
-            entry = self._entries.get(key) if self.enabled else None
-            if entry is None:
-                self.misses += 1
-                return None
-            self._entries.move_to_end(key)
-            self.hits += 1
-            return entry
-
-    def take(self, key: str) -> WorldTemplate | None:
-        """`get`, and forget the template: its last reader (the rollout) holds it from now
-        on, so it is freed with the rollout instead of lingering until evicted (memory, and
-        full garbage collections walking it)."""
-        with self._lock:
-            entry = self._entries.pop(key, None) if self.enabled else None
-            if entry is None:
-                self.misses += 1
-                return None
-            self.hits += 1
-            return entry
-
-    def put(
+    def share(
         self, key: str, state: BaseModel, dumped: dict[str, Any] | None = None
     ) -> WorldTemplate | None:
         """Register `state` (the caller never mutates it again) as the template for `key`;
@@ -253,17 +226,8 @@ class WorldTemplates:
         if not self.enabled or not can_share(state):
             return None
         template = WorldTemplate(state, dumped)
-        with self._lock:
-            self._entries[key] = template
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.maxsize:
-                self._entries.popitem(last=False)
+        self.put(key, template)
         return template
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self.hits = self.misses = 0
 
 
 TEMPLATES = WorldTemplates()

@@ -11,9 +11,10 @@ as a failure: K is the denominator, so a task's pass rate never rises because ca
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+from trajforge.pipelines.manifest import Accounting, Outputs
 from trajforge.pipelines.stages import exported_messages
 from trajforge.schemas import Difficulty, Record, Rejection, Task, Trajectory, content_hash
 
@@ -161,20 +162,7 @@ def _histogram(successes: Sequence[int], k: int) -> dict[str, int]:
     return {str(c): sum(s == c for s in successes) for c in range(k + 1)}
 
 
-def split_difficulty(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per split: tasks with rows there and their mean pass rate (the golden split's is the
-    baseline a tuned model is compared against). `rows` carry split, task_id, pass_rate."""
-    by_split: dict[str, dict[str, float]] = {}
-    for row in rows:
-        if row["pass_rate"] is not None:
-            by_split.setdefault(row["split"], {})[row["task_id"]] = row["pass_rate"]
-    return {
-        split: {"tasks": len(rates), "mean_pass_rate": round(sum(rates.values()) / len(rates), 4)}
-        for split, rates in sorted(by_split.items())
-    }
-
-
-def accounting(num_tasks: int, k: int, outputs: Mapping[str, Any]) -> dict[str, Any]:
+def accounting(num_tasks: int, k: int, outputs: Outputs) -> Accounting:
     """The build's identity in attempts: num_tasks x K = kept + rejected + dead_lettered.
 
     A task refused (or dead-lettered) before it fans out takes its K attempts with it; every
@@ -182,36 +170,22 @@ def accounting(num_tasks: int, k: int, outputs: Mapping[str, Any]) -> dict[str, 
     `no_passing_attempt` rejections are not attempts (each of that task's K attempts already has
     its own rejection or dead letter) and are reported beside the identity. With K = 1 this is
     the familiar per-task identity."""
-    rejected_by_stage = outputs["rejected_by_stage"]
-    dead_by_stage = outputs["dead_letter_by_stage"]
+    rejected_by_stage = outputs.rejected_by_stage
+    dead_by_stage = outputs.dead_letter_by_stage
     task_rejected = sum(sum(rejected_by_stage.get(s, {}).values()) for s in TASK_STAGES)
     task_dead = sum(dead_by_stage.get(s, 0) for s in TASK_STAGES)
     no_pass = rejected_by_stage.get(STAGE, {}).get(NO_PASS, 0)
-    rejected = outputs["rejected"] - no_pass - task_rejected + k * task_rejected
-    dead = outputs["dead_lettered"] - task_dead + k * task_dead
+    rejected = outputs.rejected - no_pass - task_rejected + k * task_rejected
+    dead = outputs.dead_lettered - task_dead + k * task_dead
     inputs = num_tasks * k
-    return {
-        "unit": "attempt" if k > 1 else "task",
-        "attempts_per_task": k,
-        "inputs": inputs,
-        "kept": outputs["kept"],
-        "rejected": rejected,
-        "dead_lettered": dead,
-        "tasks_refused_before_attempts": task_rejected + task_dead,
-        "tasks_without_passing_attempt": no_pass,
-        "holds": inputs == outputs["kept"] + rejected + dead,
-    }
-
-
-def add_split_difficulty(manifest: dict[str, Any], run_dir: str) -> None:
-    """Add `by_split` (tasks and mean pass rate per split, read from the written rows) to the
-    manifest's `difficulty` section, when the build measured difficulty."""
-    if "difficulty" not in manifest:
-        return
-    from trajforge.pipelines import io
-
-    rows = []
-    for split in io.SPLITS:
-        for path in io.split_files(run_dir, split):  # not pq.read_table: it imports pandas
-            rows += io.iter_parquet(path, ["split", "task_id", "pass_rate"])
-    manifest["difficulty"]["by_split"] = split_difficulty(rows)
+    return Accounting(
+        unit="attempt" if k > 1 else "task",
+        attempts_per_task=k,
+        inputs=inputs,
+        kept=outputs.kept,
+        rejected=rejected,
+        dead_lettered=dead,
+        tasks_refused_before_attempts=task_rejected + task_dead,
+        tasks_without_passing_attempt=no_pass,
+        holds=inputs == outputs.kept + rejected + dead,
+    )

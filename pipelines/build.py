@@ -15,25 +15,39 @@ from __future__ import annotations
 import contextlib
 import importlib.metadata
 import json
+import os
 import platform
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.runners.runner import PipelineState
 
-from trajforge.pipelines import attempts, io, ownership, shards, splits, stages
-from trajforge.pipelines.card import dataset_card
+from trajforge.generators.llm.accounting import LATENCY, latency_summary
+from trajforge.generators.llm.factory import model_name
+from trajforge.pipelines import attempts, io, ownership, shards, stages
 from trajforge.pipelines.config import BuildConfig, FailureConfig
+from trajforge.pipelines.finished.card import dataset_card
+from trajforge.pipelines.finished.report import write_report
 from trajforge.pipelines.gc_tuning import freeze_startup
+from trajforge.pipelines.manifest import (
+    Accounting,
+    FilterCount,
+    LocalProcesses,
+    Manifest,
+    ModelRef,
+    Outputs,
+)
 from trajforge.pipelines.preflight import LOCAL_RUNNERS
 from trajforge.pipelines.processes import ProcessPlan, plan_processes
-from trajforge.pipelines.report import write_report
+from trajforge.pipelines.progress import disposition
 from trajforge.pipelines.resources import StageResources, per_process
 from trajforge.pipelines.run_dir import STAGING_DIR
 from trajforge.pipelines.sdk_worker import FastExitFnApiRunner
+from trajforge.pipelines.split_figures import FIGURES_KEY, split_figures
 from trajforge.pipelines.transforms.attempts import (
     DIFFICULTY,
     ExpandAttempts,
@@ -73,10 +87,10 @@ class BuildFailed(BuildError):
         self.manifest = manifest
 
 
-def failure_reason(outputs: dict[str, Any], inputs: int, cfg: FailureConfig) -> str | None:
+def failure_reason(outputs: Outputs, inputs: int, cfg: FailureConfig) -> str | None:
     """Why a finished build counts as failed (None when it does not). Automation reads the exit
     status and `_SUCCESS`: a run with every call failing must not look like a good one."""
-    kept, dead = outputs["kept"], outputs["dead_lettered"]
+    kept, dead = outputs.kept, outputs.dead_lettered
     fraction = dead / inputs if inputs else 0.0
     if kept < cfg.min_kept:
         why = f"kept {kept} rows (failure.min_kept: {cfg.min_kept})"
@@ -87,14 +101,36 @@ def failure_reason(outputs: dict[str, Any], inputs: int, cfg: FailureConfig) -> 
         )
     else:
         return None
-    stages = ", ".join(f"{k}: {v}" for k, v in sorted(outputs["dead_letter_by_stage"].items()))
+    stages = ", ".join(f"{k}: {v}" for k, v in sorted(outputs.dead_letter_by_stage.items()))
     return f"build failed: {why}" + (f"; dead letters by stage: {stages}" if stages else "")
 
 
 @dataclass(frozen=True)
 class BuildResult:
     run_dir: str
-    manifest: dict[str, Any]
+    manifest: dict[str, Any]  # as written to manifest.json (`Manifest.to_dict()`)
+
+
+class _Stages:
+    """What every stage of one pipeline shares: its resources, its in-flight limit, and the
+    routed outputs whose rejections and dead letters are written at the end."""
+
+    def __init__(self, config: BuildConfig, run_dir: str, processes: int):
+        self.plain = StageResources(config, run_dir)
+        self.with_llm = StageResources(config, run_dir, needs_llm=True, processes=processes)
+        self.in_flight = per_process(config.concurrency.max_in_flight, processes)
+        self.routed: list[Any] = []
+
+    def stage(self, pcoll, label: str, fn: beam.DoFn):
+        """`pcoll` through one routed stage; its kept records."""
+        return self.add(pcoll | label >> RoutedStage(fn))[KEPT]
+
+    def add(self, routed):
+        self.routed.append(routed)
+        return routed
+
+    def llm(self, name: str, logic) -> AsyncStageFn:
+        return AsyncStageFn(name, self.with_llm, logic, self.in_flight)
 
 
 def build_pipeline(
@@ -111,17 +147,15 @@ def build_pipeline(
     every task before the first LLM call, so local builds fuse synthesis into generation and
     the LLM latency overlaps the synchronous stages' CPU. `processes`: worker processes of a
     local multi-process run, which share the configured limits (`local_processes`)."""
-    plain = StageResources(config, run_dir)
-    with_llm = StageResources(config, run_dir, needs_llm=True, processes=processes)
-    quality = config.quality
-    in_flight = per_process(config.concurrency.max_in_flight, processes)
-    routed = []
+    shared = _Stages(config, run_dir, processes)
+    tasks = verified_tasks(p, config, shared, rebalance)
+    trajs = passing_trajectories(tasks, config, shared, run_dir)
+    write_kept(trajs, config, shared, run_dir)
+    write_failures(shared.routed, run_dir)
 
-    def stage(pcoll, label: str, fn: beam.DoFn):
-        result = pcoll | label >> RoutedStage(fn)
-        routed.append(result)
-        return result[KEPT]
 
+def verified_tasks(p: beam.Pipeline, config: BuildConfig, s: _Stages, rebalance: bool):
+    """Seeds -> synthesized, verified tasks (-> the no-tool baseline gate when on)."""
     # One reshuffle spreads the seeds over workers: `Create`'s own (on by default) was a second
     # barrier and stage before it, for nothing (a build's fixed cost, issue 14).
     seeds = (
@@ -129,53 +163,55 @@ def build_pipeline(
         | "Seeds" >> beam.Create(range(config.num_tasks), reshuffle=False)
         | "Reshuffle" >> beam.Reshuffle()
     )
-    tasks = stage(
-        seeds, "SynthesizeTasks", SyncStageFn("synthesize", plain, stages.synthesize_task)
+    tasks = s.stage(
+        seeds, "SynthesizeTasks", SyncStageFn("synthesize", s.plain, stages.synthesize_task)
     )
-    tasks = stage(tasks, "VerifyTasks", SyncStageFn("verify_task", plain, stages.verify_task))
+    tasks = s.stage(tasks, "VerifyTasks", SyncStageFn("verify_task", s.plain, stages.verify_task))
     if rebalance:  # generation is the expensive step: rebalance its input across workers
         tasks = tasks | "ReshuffleTasks" >> beam.Reshuffle()
-    if quality.shortcut.no_tool_baseline:
-        tasks = stage(
-            tasks,
-            "NoToolBaseline",
-            AsyncStageFn("baseline", with_llm, stages.no_tool_baseline_gate, in_flight),
-        )
+    if config.quality.shortcut.no_tool_baseline:
+        tasks = s.stage(tasks, "NoToolBaseline", s.llm("baseline", stages.no_tool_baseline_gate))
+    return tasks
+
+
+def passing_trajectories(tasks, config: BuildConfig, s: _Stages, run_dir: str):
+    """Tasks -> generated trajectories that pass the outcome, the judge (when on) and the
+    shortcut filters; with k attempts per task, grouped per task (difficulty written)."""
     generate_stage = "blueprint" if config.mode == "blueprint" else "rollout"
     k, rolled_out, generate = config.rollout.attempts, tasks, stages.generate_trajectory
     if k > 1:  # k attempts per task (rollout mode only; the config refuses blueprint)
-        tasks, generate = (
-            tasks | "ExpandAttempts" >> ExpandAttempts(k),
-            stages.generate_attempt,
-        )
-    trajs = stage(
-        tasks,
-        "Generate",
-        AsyncStageFn(generate_stage, with_llm, generate, in_flight),
+        tasks, generate = tasks | "ExpandAttempts" >> ExpandAttempts(k), stages.generate_attempt
+    trajs = s.stage(tasks, "Generate", s.llm(generate_stage, generate))
+    trajs = s.stage(trajs, "VerifyOutcome", SyncStageFn("outcome", s.plain, stages.verify_outcome))
+    if config.quality.judge.enabled:
+        trajs = s.stage(trajs, "Judge", s.llm("judge", stages.judge_trajectory))
+    trajs = s.stage(
+        trajs, "ShortcutFilters", FilterStageFn("shortcut", s.plain, stages.shortcut_filters)
     )
-    trajs = stage(trajs, "VerifyOutcome", SyncStageFn("outcome", plain, stages.verify_outcome))
-    if quality.judge.enabled:
-        trajs = stage(
-            trajs, "Judge", AsyncStageFn("judge", with_llm, stages.judge_trajectory, in_flight)
-        )
-    trajs = stage(
-        trajs, "ShortcutFilters", FilterStageFn("shortcut", plain, stages.shortcut_filters)
+    if k == 1:
+        return trajs
+    grouped = s.add(
+        {"task": rolled_out, "passed": trajs} | "GroupAttempts" >> GroupAttempts(k, run_dir)
     )
-    if k > 1:
-        grouped = {"task": rolled_out, "passed": trajs} | "GroupAttempts" >> GroupAttempts(
-            k, run_dir
-        )
-        routed.append(grouped)
-        trajs = grouped[KEPT]
-        grouped[DIFFICULTY] | "WriteDifficulty" >> WriteDifficulty(run_dir, k)
-    deduped = trajs | "Dedup" >> Dedup(quality.dedup, run_dir)
-    routed.append(deduped)
-    kept = deduped[KEPT]
-    records = stage(kept, "ToDatasetRecords", SyncStageFn("split", plain, stages.to_dataset_record))
+    grouped[DIFFICULTY] | "WriteDifficulty" >> WriteDifficulty(run_dir, k)
+    return grouped[KEPT]
+
+
+def write_kept(trajs, config: BuildConfig, s: _Stages, run_dir: str) -> None:
+    """Dedup, then the dataset records into their splits' shards, and the diversity report."""
+    quality = config.quality
+    kept = s.add(trajs | "Dedup" >> Dedup(quality.dedup, run_dir))[KEPT]
+    records = s.stage(
+        kept, "ToDatasetRecords", SyncStageFn("split", s.plain, stages.to_dataset_record)
+    )
     records | "WriteOutputs" >> WriteOutputs(run_dir, config, STAGING_DIR)
     kept | "Diversity" >> Diversity(
         quality.diversity, quality.dedup.semantic.enabled, config.domain_names, run_dir
     )
+
+
+def write_failures(routed: list[Any], run_dir: str) -> None:
+    """Every stage's rejections and dead letters, each into one sharded JSON Lines output."""
     (
         [r[REJECTED] for r in routed]
         | "FlattenRejected" >> beam.Flatten()
@@ -190,16 +226,12 @@ def build_pipeline(
 
 def progress_line(counters: dict[str, int]) -> str:
     """kept / rejected / failed / LLM calls, from the stage counters (same as the local bar)."""
-    from trajforge.pipelines.progress import disposition
-
     kept, rejected, failed, calls = disposition(counters)
     return f"kept={kept} rejected={rejected} failed={failed} llm_calls={calls}"
 
 
 def poll_remote(result: Any, every_s: int = 30) -> None:
     """Remote runners (Dataflow, Flink, Spark): print the job's counters until it ends."""
-    from apache_beam.runners.runner import PipelineState
-
     while not PipelineState.is_terminal(result.state):
         try:
             result.wait_until_finish(duration=every_s * 1000)
@@ -234,7 +266,7 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
-def filter_counts(config: BuildConfig, counters: dict[str, int]) -> list[dict[str, Any]]:
+def filter_counts(config: BuildConfig, counters: dict[str, int]) -> list[FilterCount]:
     """Per configured filter, in order: its name, kept count and rejections by reason."""
     out = []
     for flt in build_filters(config.quality.filters):
@@ -245,66 +277,139 @@ def filter_counts(config: BuildConfig, counters: dict[str, int]) -> list[dict[st
             if k.startswith(f"{prefix}rejected.")
         }
         out.append(
-            {"name": flt.name, "kept": counters.get(f"{prefix}kept", 0), "rejected": rejected}
+            FilterCount(name=flt.name, kept=counters.get(f"{prefix}kept", 0), rejected=rejected)
         )
     return out
 
 
-def make_manifest(
-    config: BuildConfig,
-    counters: dict[str, int],
-    outputs: dict[str, Any],
-    wall_s: float,
-    runner: str,
-) -> dict[str, Any]:
-    from trajforge.generators.llm.accounting import LATENCY, latency_summary
-    from trajforge.generators.llm.factory import model_name
-
+def role_models(config: BuildConfig) -> dict[str, ModelRef]:
+    """The backend and model of each role (user and judge default to the agent's)."""
     roles = config.roles
-    models = {
-        role: {"kind": cfg.kind, "model": model_name(cfg)}
+    return {
+        role: ModelRef(kind=cfg.kind, model=model_name(cfg))
         for role, cfg in (
             ("agent", roles.agent),
             ("user", roles.user or roles.agent),
             ("judge", roles.judge or roles.agent),
         )
     }
+
+
+def token_totals(counters: dict[str, int]) -> dict[str, int]:
+    """The build's token and call totals (`tokens.*` counters; the usual ones always present)."""
     tokens = dict.fromkeys(
         ("llm_calls", "cached_calls", "prompt_tokens", "completion_tokens", "requests"), 0
     )
     tokens.update({k.split(".", 1)[1]: v for k, v in counters.items() if k.startswith("tokens.")})
+    return tokens
+
+
+def llm_by_role(counters: dict[str, int]) -> dict[str, dict[str, Any]]:
+    """Per role: calls, cached_calls, requests, retries.<cause>, errors, tokens, and the
+    latency histogram's counters folded into one `latency_ms` summary."""
     llm: dict[str, dict[str, Any]] = {}
     for key, value in counters.items():
         if key.startswith("llm."):
             _, role, name = key.split(".", 2)
             llm.setdefault(role, {})[name] = value
-    for role, counts in llm.items():  # the latency histogram's counters -> one summary
+    for role, counts in llm.items():
         summary = latency_summary(counts)
         llm[role] = {k: v for k, v in counts.items() if not k.startswith(LATENCY)}
         if summary is not None:
             llm[role]["latency_ms"] = summary
-    inputs = config.num_tasks
-    return {
-        "name": config.name,
-        "config": config.model_dump(mode="json"),
-        "config_hash": config.config_hash(),
-        "versions": package_versions(),
-        "models": models,
-        "runner": runner,
-        "inputs": inputs,
-        "outputs": outputs,
-        "accounting": attempts.accounting(inputs, config.rollout.attempts, outputs),
-        "stage_counts": {
+    return llm
+
+
+class SideSummaries(NamedTuple):
+    """The summaries the pipeline wrote beside the data (`splits.json`, `diversity.json`,
+    `difficulty.json`) and the kept rows' per-split figures it gathered."""
+
+    splits: dict[str, Any]
+    diversity: dict[str, Any] | None
+    difficulty: dict[str, Any] | None
+    tokens: dict[str, Any] | None  # the messages view's token summary (the card's)
+
+
+def _side_file(run_dir: str, name: str) -> dict[str, Any] | None:
+    path = io.join(run_dir, name)
+    return json.loads(io.read_text(path)) if io.exists(path) else None
+
+
+def side_summaries(run_dir: str) -> SideSummaries:
+    """The side files, with the per-split figures (gap table, pass rates by split, token
+    counts) moved from `splits.json` to their manifest sections: no shard is read again."""
+    splits_json = _side_file(run_dir, io.SPLITS_FILE) or {}
+    figures = splits_json.pop(FIGURES_KEY, None) or split_figures(())  # no splits.json: no rows
+    splits_json["gap"] = figures["gap"]
+    difficulty = _side_file(run_dir, io.DIFFICULTY_FILE)
+    if difficulty is not None:
+        difficulty["by_split"] = figures["difficulty_by_split"]
+    diversity = _side_file(run_dir, io.DIVERSITY_FILE)
+    return SideSummaries(splits_json, diversity, difficulty, figures["tokens"])
+
+
+@dataclass(frozen=True)
+class FinishedPipeline:
+    """What the finished pipeline reports: its counters, dedup's scale figures, the outputs
+    on disk and the side summaries."""
+
+    counters: dict[str, int]
+    dedup_scale: dict[str, dict[str, int | float]]
+    outputs: Outputs
+    side: SideSummaries
+
+
+def build_failure(
+    config: BuildConfig, acc: Accounting, outputs: Outputs, splits_json: dict[str, Any]
+) -> str | None:
+    """Why the build's outputs cannot be trusted or do not count as a dataset (None: they do):
+    the accounting identity, split leakage, then the `failure` thresholds."""
+    if not acc.holds:
+        return (
+            f"accounting identity failed ({acc.unit}s): inputs={acc.inputs} but kept+"
+            f"rejected+dead_lettered={acc.kept}+{acc.rejected}+{acc.dead_lettered}"
+        )
+    leakage = splits_json.get("leakage", {})
+    if leakage.get("total", 0):
+        return f"split leakage: {leakage}"
+    return failure_reason(outputs, acc.inputs, config.failure)
+
+
+def make_manifest(
+    config: BuildConfig, finished: FinishedPipeline, plan: ProcessPlan, runner: str, wall_s: float
+) -> Manifest:
+    """The manifest, built once from the typed pieces of the finished build."""
+    counters, outputs = finished.counters, finished.outputs
+    acc = attempts.accounting(config.num_tasks, config.rollout.attempts, outputs)
+    failure = build_failure(config, acc, outputs, finished.side.splits)
+    return Manifest(
+        name=config.name,
+        config=config.model_dump(mode="json"),
+        config_hash=config.config_hash(),
+        versions=package_versions(),
+        models=role_models(config),
+        runner=runner,
+        inputs=config.num_tasks,
+        outputs=outputs,
+        accounting=acc,
+        stage_counts={
             k: v
             for k, v in sorted(counters.items())
             if not k.startswith(("tokens.", "llm.", FILTER_COUNTER_PREFIX))
         },
-        "filters": filter_counts(config, counters),
-        "tokens": tokens,
-        "llm": llm,  # per role: calls, cached_calls, requests, retries.<cause>, errors, tokens
-        "wall_time_s": round(wall_s, 3),
-        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
+        filters=filter_counts(config, counters),
+        tokens=token_totals(counters),
+        llm=llm_by_role(counters),
+        dedup_scale=finished.dedup_scale,
+        local_processes=LocalProcesses(**plan.model_dump(exclude={"beam_args"})),
+        splits=finished.side.splits,
+        diversity=finished.side.diversity,
+        difficulty=finished.side.difficulty,
+        wall_time_s=round(wall_s, 3),
+        finished_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        status="failed" if failure else "succeeded",
+        failure=failure,
+    )
 
 
 def placeholder_card(config: BuildConfig) -> str:
@@ -326,11 +431,9 @@ def publish_outputs(run_dir: str) -> None:
     per folder: a reader sees no split or every shard of it)."""
     for name in (io.DATA_DIR, io.VIEWS_DIR):
         staged = f"{STAGING_DIR}/{name}"
-        if io.FileSystems.exists(io.join(run_dir, staged)) or "://" in run_dir:
+        if io.exists(io.join(run_dir, staged)) or "://" in run_dir:
             ownership.move(run_dir, staged, name)
     if "://" not in run_dir:
-        import os
-
         with contextlib.suppress(OSError):
             os.rmdir(io.join(run_dir, STAGING_DIR))
 
@@ -366,42 +469,27 @@ def run_build(
         result.wait_until_finish()
     else:
         poll_remote(result)
-    counters = stage_counters(result)
     shards.ensure_loadable(run_dir, [shards.CANONICAL, *config.output.views], STAGING_DIR)
     publish_outputs(run_dir)
-    outputs = io.count_outputs(run_dir)
-    manifest = make_manifest(config, counters, outputs, time.monotonic() - started, runner)
-    manifest["dedup_scale"] = scale_report(result)
-    manifest["local_processes"] = plan.model_dump(mode="json", exclude={"beam_args"})
-    for key, name in (
-        ("diversity", io.DIVERSITY_FILE),
-        ("splits", io.SPLITS_FILE),
-        ("difficulty", io.DIFFICULTY_FILE),
-    ):
-        path = io.join(run_dir, name)
-        if io.FileSystems.exists(path):
-            manifest[key] = json.loads(io.read_text(path))
-    manifest.setdefault("splits", {})["gap"] = splits.gap_table(io.split_metrics(run_dir))
-    attempts.add_split_difficulty(manifest, run_dir)
-    acc = manifest["accounting"]
-    failure = None
-    if not acc["holds"]:
-        failure = (
-            f"accounting identity failed ({acc['unit']}s): inputs={acc['inputs']} but kept+"
-            f"rejected+dead_lettered={acc['kept']}+{acc['rejected']}+{acc['dead_lettered']}"
-        )
-    leakage = manifest["splits"].get("leakage", {})
-    if not failure and leakage.get("total", 0):
-        failure = f"split leakage: {leakage}"
-    failure = failure or failure_reason(outputs, acc["inputs"], config.failure)
-    manifest["status"] = "failed" if failure else "succeeded"
-    manifest["failure"] = failure
-    ownership.write_text(run_dir, "manifest.json", json.dumps(manifest, indent=2, sort_keys=True))
-    # The report and the card are written for a failed build too: they show what happened.
+    finished = FinishedPipeline(
+        counters=stage_counters(result),
+        dedup_scale=scale_report(result),
+        outputs=io.count_outputs(run_dir),
+        side=side_summaries(run_dir),
+    )
+    manifest = make_manifest(config, finished, plan, runner, time.monotonic() - started)
+    return write_finished(run_dir, manifest, finished.side.tokens)
+
+
+def write_finished(run_dir: str, manifest: Manifest, tokens: dict[str, Any] | None) -> BuildResult:
+    """manifest.json, the report and the card (for a failed build too: they show what
+    happened), then `_SUCCESS` last; a failed build raises `BuildFailed` instead."""
+    written = manifest.to_dict()
+    ownership.write_text(run_dir, "manifest.json", manifest.to_json())
     # The card is last: until it replaces the placeholder, `load_dataset` refuses the run.
     write_report(run_dir)
-    ownership.write_text(run_dir, "README.md", dataset_card(run_dir, manifest))
-    if failure:
-        raise BuildFailed(failure, manifest)
-    ownership.write_text(run_dir, io.SUCCESS_MARKER, manifest["finished_at"] + "\n")
-    return BuildResult(run_dir=run_dir, manifest=manifest)
+    ownership.write_text(run_dir, "README.md", dataset_card(run_dir, written, tokens))
+    if manifest.failure:
+        raise BuildFailed(manifest.failure, written)
+    ownership.write_text(run_dir, io.SUCCESS_MARKER, manifest.finished_at + "\n")
+    return BuildResult(run_dir=run_dir, manifest=written)

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajforge.generators.agent import AgentPolicy, LLMAgent, oracle_for
+from trajforge.generators.domain_options import options_of
 from trajforge.generators.noisy_teacher import noisy_teacher_for
-from trajforge.generators.tooling import Domain, domain_option
+from trajforge.generators.tooling import Domain
 from trajforge.generators.user import LLMUser, ScriptedUser, UserSimulator, declines_first
 from trajforge.pipelines.config import BuildConfig
 from trajforge.schemas import Task
@@ -66,7 +67,7 @@ def _user_factory(config: BuildConfig, clients: Any) -> Callable[[Task, Domain],
     if config.rollout.user == "scripted":
         rate = config.rollout.user_declines_first
         return lambda task, domain: ScriptedUser(
-            task, declines_first(task.id, rate), domain_option(domain, "user_tools")
+            task, declines_first(task.id, rate), options_of(domain).user_tools
         )
     client, model = clients.user, clients.models["user"]
     return lambda task, domain: LLMUser(
@@ -75,7 +76,7 @@ def _user_factory(config: BuildConfig, clients: Any) -> Callable[[Task, Domain],
         task,
         config.sampling,
         domain.vocabulary,
-        domain_option(domain, "user_tools"),
+        options_of(domain).user_tools,
     )
 
 

@@ -12,9 +12,11 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from trajforge.generators.domains import DOMAINS
 from trajforge.generators.llm.factory import BackendConfig
 from trajforge.generators.llm.guard import TextLimits
 from trajforge.generators.noise import NoiseConfig
+from trajforge.generators.plugins import is_plugin_path, load_domain
 from trajforge.pipelines.config_types import number_type_errors
 from trajforge.pipelines.dedup_config import (  # noqa: F401 - DedupConfig's parts re-exported
     DedupConfig,
@@ -330,9 +332,6 @@ class BuildConfig(_Config):
 
 def _check_known(name: str, field: str) -> None:
     """A built-in domain name, or a plugin path that imports now (not first on a worker)."""
-    from trajforge.generators.domains import DOMAINS
-    from trajforge.generators.plugins import is_plugin_path, load_domain
-
     if is_plugin_path(name):
         load_domain(name)  # PluginError says what failed and how to fix it
         return

@@ -1,7 +1,7 @@
 """Dataset IO: the Parquet schema, run-directory layout, reading outputs back, the card.
 
-All file access goes through Beam's `FileSystems`, so the same code works on local paths and
-on gs:// (Dataflow) paths.
+All file access goes through `files`, so the same code works on local paths and on gs://
+(Dataflow) paths, and imports no Beam (the finished-run tools use it).
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from typing import Any, get_args, get_origin
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from apache_beam.io.filesystems import FileSystems
 
+from trajforge.pipelines import files
+from trajforge.pipelines.manifest import Outputs, SplitRows
 from trajforge.schemas import DatasetRecord
 
 SPLITS = ("train", "validation", "golden")
@@ -30,7 +31,7 @@ JSONL_SUMMARY_FILE = "summary.json"  # rejected/ and dead_letter/: counts per st
 
 
 def join(base: str, *parts: str) -> str:
-    return FileSystems.join(base, *parts)
+    return files.join(base, *parts)
 
 
 def _arrow_type(annotation: Any) -> pa.DataType:
@@ -74,12 +75,12 @@ def dataset_row(record: DatasetRecord) -> dict[str, Any]:
 def is_nonempty_dir(path: str) -> bool:
     if "://" not in path:
         return os.path.isdir(path) and any(os.scandir(path))
-    return bool(FileSystems.match([join(path, "*")])[0].metadata_list)
+    return bool(files.match(join(path, "*")))
 
 
 def delete_tree(path: str) -> None:
-    if FileSystems.exists(path):
-        FileSystems.delete([path])
+    if files.exists(path):
+        files.delete([path])
 
 
 def ensure_dir(path: str) -> None:
@@ -88,17 +89,21 @@ def ensure_dir(path: str) -> None:
 
 
 def write_text(path: str, text: str) -> None:
-    with FileSystems.create(path) as f:
+    with files.create(path) as f:
         f.write(text.encode("utf-8"))
 
 
 def read_text(path: str) -> str:
-    with FileSystems.open(path) as f:
+    with files.open_read(path) as f:
         return f.read().decode("utf-8")
 
 
+def exists(path: str) -> bool:
+    return files.exists(path)
+
+
 def matching(pattern: str) -> list[str]:
-    return sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+    return files.match(pattern)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -110,13 +115,13 @@ def split_files(run_dir: str, split: str) -> list[str]:
 
 
 def parquet_rows(path: str) -> int:
-    with FileSystems.open(path) as f:
+    with files.open_read(path) as f:
         return pq.ParquetFile(f).metadata.num_rows
 
 
 def iter_parquet(path: str, columns: list[str], batch_rows: int = 1024) -> Iterator[dict]:
     """Rows of `columns`, read a batch at a time: a shard can hold hundreds of MB."""
-    with FileSystems.open(path) as f:
+    with files.open_read(path) as f:
         for batch in pq.ParquetFile(f).iter_batches(batch_size=batch_rows, columns=columns):
             yield from batch.to_pylist()
 
@@ -124,7 +129,7 @@ def iter_parquet(path: str, columns: list[str], batch_rows: int = 1024) -> Itera
 def jsonl_records(run_dir: str, sub: str) -> Iterator[dict[str, Any]]:
     """Records of every shard of `sub`, streamed line by line (shards can be large)."""
     for path in matching(join(run_dir, sub, "*.jsonl")):
-        with FileSystems.open(path) as f:
+        with files.open_read(path) as f:
             for line in f:
                 if line.strip():
                     yield json.loads(line)
@@ -134,7 +139,7 @@ def jsonl_counts(run_dir: str, sub: str) -> dict[tuple[str, str], int]:
     """(stage, reason) -> rows of `sub`, from the per-shard summary the build writes
     (`<sub>/summary.json`); a run without one (older builds) is counted by streaming."""
     path = join(run_dir, sub, JSONL_SUMMARY_FILE)
-    if FileSystems.exists(path):
+    if files.exists(path):
         return {(s, r): n for s, r, n in json.loads(read_text(path))["counts"]}
     counts: dict[tuple[str, str], int] = {}
     for r in jsonl_records(run_dir, sub):
@@ -143,40 +148,29 @@ def jsonl_counts(run_dir: str, sub: str) -> dict[tuple[str, str], int]:
     return counts
 
 
-def split_metrics(run_dir: str) -> Iterator[dict[str, Any]]:
-    """split, turns, tool calls and judge scores of every kept row (the gap table's input),
-    streamed."""
-    columns = ["split", "num_turns", "num_tool_calls", "judge_scores_json"]
-    for split in SPLITS:
-        for path in split_files(run_dir, split):
-            for r in iter_parquet(path, columns):
-                r["judge_scores"] = json.loads(r.pop("judge_scores_json"))
-                yield r
-
-
-def count_outputs(run_dir: str) -> dict[str, Any]:
+def count_outputs(run_dir: str) -> Outputs:
     """Rows per split and shard (Parquet footers), rejections per stage/reason and dead letters
     per stage (the JSON Lines summaries): nothing is read whole into memory."""
-    splits: dict[str, dict[str, Any]] = {}
+    splits: dict[str, SplitRows] = {}
     for split in SPLITS:
         files = split_files(run_dir, split)
         if files:
             rows = [parquet_rows(p) for p in files]
-            splits[split] = {
-                "rows": sum(rows),
-                "shards": {p.rsplit("/", 1)[-1]: n for p, n in zip(files, rows, strict=True)},
-            }
+            splits[split] = SplitRows(
+                rows=sum(rows),
+                shards={p.rsplit("/", 1)[-1]: n for p, n in zip(files, rows, strict=True)},
+            )
     rejected: dict[str, dict[str, int]] = {}
     for (stage, reason), n in sorted(jsonl_counts(run_dir, REJECTED_DIR).items()):
         rejected.setdefault(stage, {})[reason] = n
     dead: dict[str, int] = {}
     for (stage, _), n in sorted(jsonl_counts(run_dir, DEAD_LETTER_DIR).items()):
         dead[stage] = dead.get(stage, 0) + n
-    return {
-        "kept": sum(s["rows"] for s in splits.values()),
-        "rejected": sum(sum(v.values()) for v in rejected.values()),
-        "dead_lettered": sum(dead.values()),
-        "splits": splits,
-        "rejected_by_stage": rejected,
-        "dead_letter_by_stage": dead,
-    }
+    return Outputs(
+        kept=sum(s.rows for s in splits.values()),
+        rejected=sum(sum(v.values()) for v in rejected.values()),
+        dead_lettered=sum(dead.values()),
+        splits=splits,
+        rejected_by_stage=rejected,
+        dead_letter_by_stage=dead,
+    )

@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
-from apache_beam.io.filesystems import FileSystems
+from trajforge.pipelines import files
 
 LEDGER = ".trajforge-run"
 REMOTE_LEDGER_DIR = ".trajforge-ledger"
@@ -40,7 +40,7 @@ def _remote(run_dir: str) -> bool:
 
 
 def _abs(run_dir: str, rel: str) -> str:
-    return FileSystems.join(run_dir, *rel.split("/")) if rel else run_dir
+    return files.join(run_dir, *rel.split("/")) if rel else run_dir
 
 
 def _clean(rel: str) -> str:
@@ -60,10 +60,10 @@ def header(run_dir: str) -> dict[str, Any] | None:
     """The ledger's header, or None when `run_dir` is not a trajforge run (no ledger, an empty
     or damaged one, or one from before runs recorded what they wrote)."""
     path = _abs(run_dir, LEDGER)
-    if not FileSystems.exists(path):
+    if not files.exists(path):
         return None
     try:
-        with FileSystems.open(path) as f:
+        with files.open_read(path) as f:
             first = f.readline().decode("utf-8")
         head = json.loads(first)
     except (ValueError, UnicodeDecodeError):
@@ -77,10 +77,10 @@ def legacy_marker(run_dir: str) -> bool:
     """A marker an older trajforge wrote (it listed top-level names found at the end of the
     build, not what the build created): its entries cannot be trusted for deletion."""
     path = _abs(run_dir, LEDGER)
-    if not FileSystems.exists(path):
+    if not files.exists(path):
         return False
     try:
-        with FileSystems.open(path) as f:
+        with files.open_read(path) as f:
             body = json.loads(f.read().decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
         return False
@@ -93,11 +93,11 @@ def start(run_dir: str, config_hash: str, keep: Iterable[str] = ()) -> None:
     lines = [head, *(json.dumps(p) for p in sorted(set(keep)))]
     body = ("\n".join(lines) + "\n").encode("utf-8")
     if _remote(run_dir):
-        pieces = FileSystems.match([_abs(run_dir, f"{REMOTE_LEDGER_DIR}/*.txt")])[0]
-        with FileSystems.create(_abs(run_dir, LEDGER)) as f:
+        pieces = files.match(_abs(run_dir, f"{REMOTE_LEDGER_DIR}/*.txt"))
+        with files.create(_abs(run_dir, LEDGER)) as f:
             f.write(body)
-        if pieces.metadata_list:  # folded into the ledger just written (`keep`)
-            FileSystems.delete([m.path for m in pieces.metadata_list])
+        if pieces:  # folded into the ledger just written (`keep`)
+            files.delete(pieces)
         return
     tmp = _abs(run_dir, f".{LEDGER}.tmp-{uuid.uuid4().hex}")
     with open(tmp, "wb") as f:
@@ -113,7 +113,7 @@ def record(run_dir: str, rels: Iterable[str]) -> None:
     text = "".join(json.dumps(p) + "\n" for p in paths).encode("utf-8")
     if _remote(run_dir):
         name = f"{uuid.uuid4().hex}.txt"
-        with FileSystems.create(_abs(run_dir, f"{REMOTE_LEDGER_DIR}/{name}")) as f:
+        with files.create(_abs(run_dir, f"{REMOTE_LEDGER_DIR}/{name}")) as f:
             f.write(text)
         return
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
@@ -132,13 +132,13 @@ def recorded(run_dir: str) -> set[str]:
     """Every path the run recorded (whether it still exists or not)."""
     texts = []
     ledger = _abs(run_dir, LEDGER)
-    if FileSystems.exists(ledger):
-        with FileSystems.open(ledger) as f:
+    if files.exists(ledger):
+        with files.open_read(ledger) as f:
             texts.append(f.read().decode("utf-8"))
     if _remote(run_dir):
         pattern = _abs(run_dir, f"{REMOTE_LEDGER_DIR}/*.txt")
-        for m in FileSystems.match([pattern])[0].metadata_list:
-            with FileSystems.open(m.path) as f:
+        for path in files.match(pattern):
+            with files.open_read(path) as f:
                 texts.append(f.read().decode("utf-8"))
     out = set()
     for text in texts:
@@ -214,7 +214,7 @@ def create(run_dir: str, rel: str) -> Iterator[IO[bytes]]:
     tmp_path, final = _abs(run_dir, tmp), _abs(run_dir, rel)
     ok = False
     try:
-        with FileSystems.create(tmp_path) as f:
+        with files.create(tmp_path) as f:
             yield f
         ok = True
     finally:
@@ -222,14 +222,14 @@ def create(run_dir: str, rel: str) -> Iterator[IO[bytes]]:
             _rename(tmp_path, final)
         else:
             with contextlib.suppress(Exception):
-                FileSystems.delete([tmp_path])
+                files.delete([tmp_path])
 
 
 def _rename(src: str, dst: str) -> None:
     if "://" in src:
-        if FileSystems.exists(dst):
-            FileSystems.delete([dst])
-        FileSystems.rename([src], [dst])
+        if files.exists(dst):
+            files.delete([dst])
+        files.rename([src], [dst])
     else:
         os.replace(src, dst)
 
@@ -255,9 +255,9 @@ def move(run_dir: str, src: str, dst: str) -> None:
         os.rename(_abs(run_dir, src), _abs(run_dir, dst))
         return
     prefix = _abs(run_dir, src)
-    found = [m.path for m in FileSystems.match([prefix + "/**"])[0].metadata_list]
+    found = files.match(prefix + "/**")
     if found:
-        FileSystems.rename(found, [_abs(run_dir, dst) + p[len(prefix) :] for p in found])
+        files.rename(found, [_abs(run_dir, dst) + p[len(prefix) :] for p in found])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,9 +279,9 @@ def delete_recorded(run_dir: str, selected: Callable[[str], bool] = lambda _: Tr
     chosen = {p for p in owned if selected(p)}
     if _remote(run_dir):
         paths = [_abs(run_dir, p) for p in sorted(chosen)]
-        existing = [p for p in paths if FileSystems.exists(p)]
+        existing = [p for p in paths if files.exists(p)]
         if existing:
-            FileSystems.delete(existing)
+            files.delete(existing)
         return owned - chosen
     left = owned - chosen
     for rel in sorted(chosen):

@@ -22,6 +22,8 @@ from typing import TextIO
 from pydantic import BaseModel, ConfigDict
 from tqdm import tqdm
 
+from trajforge.pipelines import ownership
+
 PROGRESS_DIR = "_progress"
 FINAL_STAGE = "split"
 #: Per-filter counters (`filter.<name>.kept`, `filter.<name>.rejected.<reason>`).
@@ -63,8 +65,6 @@ class ProgressTally:
 
     def _write(self) -> None:
         if not self._recorded:  # the run owns what it writes: recorded before it exists
-            from trajforge.pipelines import ownership
-
             ownership.ensure_dir(self.run_dir, PROGRESS_DIR)
             ownership.record(self.run_dir, [self.name, f"{self.name}.tmp"])
             self._recorded = True
@@ -227,8 +227,6 @@ class ProgressReporter:
         if self._thread is not None:
             self._thread.join(timeout=5)
         if "://" not in self.run_dir:  # the tallies' files and folder, as recorded: only ours
-            from trajforge.pipelines import ownership
-
             ownership.delete_recorded(self.run_dir, ownership.under(PROGRESS_DIR))
 
     def line(self, progress: StageProgress, elapsed: float) -> str:

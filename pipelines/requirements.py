@@ -18,6 +18,7 @@ from trajforge.generators.llm.factory import (
     LocalBackendConfig,
     VLLMBackendConfig,
 )
+from trajforge.generators.llm.local import LOCAL_GGUF_FILE, LOCAL_PACKAGE
 from trajforge.pipelines.config import BuildConfig
 
 #: The model packages' pinned versions (the Makefile installs the same ones).
@@ -52,8 +53,6 @@ def _role_backends(config: BuildConfig) -> dict[str, BackendConfig]:
 
 
 def _embedded_model_present() -> bool:
-    from trajforge.generators.llm.local import LOCAL_GGUF_FILE, LOCAL_PACKAGE
-
     spec = importlib.util.find_spec(LOCAL_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         return False

@@ -16,9 +16,12 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from trajforge.generators.domains import get_domain
 from trajforge.generators.llm.accounting import AccountingLLM
+from trajforge.generators.llm.cache import ResponseCache
 from trajforge.generators.llm.factory import BackendConfig, build_client, model_name
 from trajforge.generators.tooling import Domain
+from trajforge.pipelines import ownership
 from trajforge.pipelines.builders import Gates, RoleBuilders, build_gates, build_roles
 from trajforge.pipelines.config import BuildConfig
 from trajforge.pipelines.gc_tuning import tune_gc
@@ -65,8 +68,6 @@ class OwnedWriter:
     rel_root: str  # the cache's folder, relative to the run directory
 
     def __call__(self, rel: str, data: bytes) -> None:
-        from trajforge.pipelines import ownership
-
         ownership.write_bytes(self.run_dir, f"{self.rel_root}/{rel}", data)
 
 
@@ -80,7 +81,9 @@ class CacheLocation:
     path: str  # the SQLite file, or the root of the per-response files
 
     def open(self) -> ResponseStore:
-        from trajforge.generators.llm.cache import ResponseCache
+        # Here, not at the top: the file cache imports Beam's FileSystems (~0.7 s of CPU,
+        # pipelines/files.py), which `trajforge verify` and `calibrate` (importing this module
+        # for the shared clients) never need; only a build opens a response cache.
         from trajforge.generators.llm.file_cache import FileResponseCache
 
         if self.store == "files":
@@ -161,8 +164,6 @@ SQLITE_SIDE_FILES = ("", "-wal", "-shm", "-journal")
 def _record_cache(run_dir: str, cache_path: str) -> None:
     """The cache is the run's: its folder and sqlite's files are recorded before sqlite
     creates them (sqlite writes them itself, so the names are recorded here, by their owner)."""
-    from trajforge.pipelines import ownership
-
     rel = os.path.relpath(cache_path, run_dir).replace(os.sep, "/")
     ownership.ensure_dir(run_dir, rel.rsplit("/", 1)[0])
     ownership.record(run_dir, [rel + side for side in SQLITE_SIDE_FILES])
@@ -194,8 +195,6 @@ class StageResources:
         self.roles: RoleBuilders | None = None
 
     def setup(self) -> None:
-        from trajforge.generators.domains import get_domain
-
         tune_gc()  # a Beam worker process runs no CLI: its stages set the thresholds
 
         for name in self.config.domain_names:

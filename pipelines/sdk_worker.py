@@ -15,6 +15,14 @@ streams and leaves with `os._exit`, with the harness's own exit status: 0 when i
 not joined: when the harness returns it has finished its bundles and torn down its DoFns.
 `FastExitFnApiRunner` is Beam's `FnApiRunner` that starts that command instead of Beam's for
 `--direct_running_mode=multi_processing`; everything else about the runner is Beam's.
+
+What it relies on in Beam (tests/pipelines/test_sdk_worker.py pins each): the worker command
+`FnApiRunner` builds (`<python> -m apache_beam.runners.worker.sdk_worker_main` in an
+environment of urn `SUBPROCESS_SDK`), `FnApiRunner.run_via_runner_api`, and
+`sdk_worker_main.main(argv)`; in CPython, `atexit._run_exitfuncs`. Only the Beam releases in
+`CHECKED_BEAM` get the fast exit; on any other the runner is Beam's own, unchanged, and the
+version test fails until someone checks that release and adds it. Measured worth at whole-build
+level (two worker processes, 1,600 tasks): benchmarks/README.md, "Issue 31".
 """
 
 from __future__ import annotations
@@ -25,8 +33,20 @@ import os
 import sys
 import traceback
 
+import apache_beam
 from apache_beam.portability import python_urns
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+#: Beam releases (major, minor) this module was checked on: the tests pass and the
+#: whole-build benchmark still shows the gain (benchmarks/README.md, "Issue 31").
+CHECKED_BEAM: tuple[tuple[int, int], ...] = ((2, 77),)
+
+
+def beam_checked(version: str = apache_beam.__version__) -> bool:
+    """Whether `version` (Beam's by default) is a release listed in `CHECKED_BEAM`."""
+    major, minor = (int(part) for part in version.split(".")[:2])
+    return (major, minor) in CHECKED_BEAM
+
 
 #: The command Beam's FnApiRunner starts for each worker under `multi_processing`
 #: (`fn_runner.FnApiRunner.run_pipeline`).
@@ -40,10 +60,11 @@ def sdk_worker_command(module: str) -> bytes:
 
 
 class FastExitFnApiRunner(FnApiRunner):
-    """Beam's FnApiRunner whose subprocess workers run `WORKER_MODULE`."""
+    """Beam's FnApiRunner whose subprocess workers run `WORKER_MODULE` (on a checked Beam)."""
 
     def run_via_runner_api(self, pipeline_proto, options):
-        use_fast_exit_workers(pipeline_proto)
+        if beam_checked():
+            use_fast_exit_workers(pipeline_proto)
         return super().run_via_runner_api(pipeline_proto, options)
 
 
@@ -79,6 +100,8 @@ def leave(status: int) -> None:
 
 
 def main() -> None:
+    # lazy: the launcher imports this module for its checks; only a worker process needs the
+    # harness (Beam's worker modules, ~1 s)
     from apache_beam.runners.worker import sdk_worker_main
 
     try:

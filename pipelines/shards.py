@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from trajforge.pipelines import io, views
+from trajforge.pipelines import files, io, ownership, views
 from trajforge.pipelines.features import Features, Json, List
 from trajforge.schemas import DatasetRecord
 
@@ -106,9 +106,7 @@ def _create(path: str, run_dir: str | None):
     """A run's file is written by `ownership.create` (recorded, temporary name, renamed into
     place; `path` relative to `run_dir`); a file outside a run is written directly."""
     if run_dir is None:
-        return io.FileSystems.create(path)
-    from trajforge.pipelines import ownership
-
+        return files.create(path)
     return ownership.create(run_dir, path)
 
 

@@ -28,7 +28,9 @@ from typing import Literal
 
 from pydantic import Field
 
+from trajforge.pipelines.split_figures import RowFigures
 from trajforge.schemas import Record, Trajectory, derive_seed
+from trajforge.verifiers.dedup import estimated_jaccard, lsh_band_keys
 
 SplitName = Literal["train", "validation", "golden"]
 SPLIT_NAMES: tuple[SplitName, ...] = ("train", "validation", "golden")
@@ -42,6 +44,7 @@ class SplitKeys(Record):
     keys: tuple[str, ...]  # `<kind>:<value>`, e.g. `task:ab12`, `entity:user_id=u_3`
     signature: tuple[int, ...] = ()  # MinHash of the conversation (near-duplicate edges)
     bytes_by_output: dict[str, int] = Field(default_factory=dict)
+    figures: RowFigures | None = None  # what the per-split figures need (split_figures.py)
 
 
 class SplitPlan(Record):
@@ -106,8 +109,6 @@ def near_dup_pairs(
     items: Sequence[SplitKeys], threshold: float, bands: int, rows: int
 ) -> list[tuple[str, str]]:
     """Pairs whose MinHash estimate reaches `threshold`, found through shared LSH bands."""
-    from trajforge.verifiers.dedup import estimated_jaccard, lsh_band_keys
-
     buckets: dict[str, list[SplitKeys]] = defaultdict(list)
     for item in items:
         if item.signature:
@@ -304,36 +305,3 @@ def leakage_report(items: Sequence[SplitKeys], plan: SplitPlan) -> dict[str, int
     )
     report["total"] = sum(report.values())
     return report
-
-
-def gap_table(rows: Iterable[dict]) -> list[dict]:
-    """Per criterion (judge axes, turns, tool calls): train mean, golden mean, golden - train.
-
-    `rows` carry `split`, `num_turns`, `num_tool_calls` and `judge_scores` (axis -> score)."""
-    # (sum, count) per criterion and split: running totals, so `rows` can be a stream.
-    values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0.0, 0]))
-    for row in rows:
-        criteria = {"turns": row["num_turns"], "tool_calls": row["num_tool_calls"]}
-        criteria.update(row["judge_scores"])
-        for name, value in criteria.items():
-            total = values[name][row["split"]]
-            total[0] += float(value)
-            total[1] += 1
-    table = []
-    for name in sorted(values):
-        by_split = values[name]
-        train, golden = by_split.get("train", [0.0, 0]), by_split.get("golden", [0.0, 0])
-        t = train[0] / train[1] if train[1] else None
-        g = golden[0] / golden[1] if golden[1] else None
-        gap = None if t is None or g is None else round(g - t, 4)
-        table.append(
-            {
-                "criterion": name,
-                "train_mean": None if t is None else round(t, 4),
-                "golden_mean": None if g is None else round(g, 4),
-                "gap": gap,
-                "train_n": int(train[1]),
-                "golden_n": int(golden[1]),
-            }
-        )
-    return table

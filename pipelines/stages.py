@@ -6,11 +6,20 @@ Each takes the worker's `StageResources` and one element and returns the next re
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
+from trajforge.generators import task_verification
+from trajforge.generators.blueprint import run_blueprint
 from trajforge.generators.llm.wire_memo import IdentityMemo
+from trajforge.generators.noisy_teacher import NoisyTeacher
+from trajforge.generators.personas import sample_persona
+from trajforge.generators.prompts import strip_control_tokens
+from trajforge.generators.rollout import run_rollout
 from trajforge.pipelines.resources import StageResources
+from trajforge.pipelines.splits import record_keys, template_id
 from trajforge.schemas import (
     DatasetRecord,
     Message,
@@ -20,15 +29,22 @@ from trajforge.schemas import (
     Trajectory,
     derive_seed,
 )
-from trajforge.verifiers.protocol import TrajectoryFilter
+from trajforge.schemas.sanitize import find_control_token
+from trajforge.verifiers.injection import scan_messages
+from trajforge.verifiers.no_tool_baseline import (
+    check_shortcut_prone,
+    is_read_only,
+    no_tool_baseline,
+)
+from trajforge.verifiers.outcome import judge_outcome
+from trajforge.verifiers.protocol import FilterContext, TrajectoryFilter, run_filter
+from trajforge.verifiers.signatures import compute_signatures, scan_shortcuts
 
 if TYPE_CHECKING:
     from trajforge.pipelines.attempts import TaskAttempt
 
 
 def _trajforge_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("trajforge")
     except PackageNotFoundError:
@@ -41,8 +57,6 @@ TRAJFORGE_VERSION = _trajforge_version()
 def synthesize_task(res: StageResources, index: int) -> Task:
     """Seed index -> its domain (drawn by weight in a mixed build) -> persona -> a task grounded
     in that domain's seeded state."""
-    from trajforge.generators.personas import sample_persona
-
     cfg = res.config
     domain = res.domain_for(cfg.domain_of(index))
     persona = sample_persona(derive_seed(cfg.seed, index, "persona"))
@@ -51,9 +65,7 @@ def synthesize_task(res: StageResources, index: int) -> Task:
 
 def verify_task(res: StageResources, task: Task) -> Task:
     """Pre-rollout checks (gold runs clean, not already solved, no prefix suffices, ...)."""
-    from trajforge.generators.task_verification import verify_task as verify
-
-    return verify(res.domain_for(task.domain), task)
+    return task_verification.verify_task(res.domain_for(task.domain), task)
 
 
 def _provenance(res: StageResources, task: Task, seed: int, attempt: int | None) -> Provenance:
@@ -92,8 +104,6 @@ async def _generate(
     provenance = _provenance(res, task, seed, recorded)
     domain = res.domain_for(task.domain)
     if cfg.mode == "blueprint":
-        from trajforge.generators.blueprint import run_blueprint
-
         return await run_blueprint(
             task,
             domain,
@@ -105,7 +115,6 @@ async def _generate(
             max_retries=cfg.blueprint.max_retries,
             verbalise=cfg.blueprint.verbalise,
         )
-    from trajforge.generators.rollout import run_rollout
 
     assert res.roles is not None
     agent = res.roles.agent_for(task, domain, attempt)
@@ -124,8 +133,6 @@ async def _generate(
 
 def with_injected_faults(trajectory: Trajectory, agent: object) -> Trajectory:
     """A noisy teacher's faults, recorded in the trajectory's provenance (not in its id)."""
-    from trajforge.generators.noisy_teacher import NoisyTeacher
-
     if not isinstance(agent, NoisyTeacher) or not agent.injected_faults:
         return trajectory
     faults = tuple(agent.injected_faults)
@@ -141,29 +148,35 @@ class RejectedRecord(Rejected):
         self.record = record
 
 
-def gate(res: StageResources, flt: TrajectoryFilter, trajectory: Trajectory) -> Trajectory:
-    """Pass `trajectory` through one filter; a rejection keeps the record it judged."""
-    from trajforge.verifiers.protocol import run_filter
-
+def gate(
+    res: StageResources,
+    flt: TrajectoryFilter,
+    trajectory: Trajectory,
+    context: FilterContext | None = None,
+) -> Trajectory:
+    """Pass `trajectory` through one filter (`context`: the domain's, unless the caller made
+    one for this trajectory); a rejection keeps the record it judged."""
     assert res.gates is not None
-    verdict = run_filter(flt, trajectory, res.context_for(trajectory.task.domain))
+    context = context or res.context_for(trajectory.task.domain)
+    verdict = run_filter(flt, trajectory, context)
     if not verdict.passed:
         raise RejectedRecord(verdict.reason, verdict.detail, trajectory, flt.name)
     return trajectory
 
 
 def verify_outcome(res: StageResources, trajectory: Trajectory) -> Trajectory:
-    """Attach the programmatic outcome; refuse trajectories that did not reach the gold state."""
-    from trajforge.verifiers.outcome import verify_outcome as verify
-
-    outcome = verify(trajectory, res.domain_for(trajectory.task.domain))
-    return gate(res, res.gates.outcome, trajectory.model_copy(update={"outcome": outcome}))
+    """Attach the programmatic outcome; refuse trajectories that did not reach the gold state
+    with the typed reason the judging decided (a passing one still meets the domain's checks
+    that extend the outcome gate)."""
+    outcome, rejection = judge_outcome(trajectory, res.domain_for(trajectory.task.domain))
+    judged = trajectory.model_copy(update={"outcome": outcome})
+    if rejection is not None:
+        raise RejectedRecord(rejection, outcome.reason, judged, res.gates.outcome.name)
+    return gate(res, res.gates.outcome, judged)
 
 
 def _exported(message: Message) -> dict:
     """A training message: OpenAI shape, simulator control tokens stripped from the text."""
-    from trajforge.generators.prompts import strip_control_tokens
-
     out = message.openai_dict()
     out["content"] = strip_control_tokens(out["content"])
     return out
@@ -207,10 +220,6 @@ tools_json: IdentityMemo = IdentityMemo(_tools_json_of, PER_OBJECT_LIMIT)
 def to_dataset_record(res: StageResources, trajectory: Trajectory) -> DatasetRecord:
     """The exported row: OpenAI-format messages and tools, plus what filtering needs. The split
     is assigned later, per leakage cluster, from `split_keys` (pipelines/splits.py)."""
-    from trajforge.pipelines.splits import record_keys, template_id
-    from trajforge.schemas.sanitize import find_control_token
-    from trajforge.verifiers.injection import scan_messages
-
     task = trajectory.task
     trajectory_json = trajectory.to_json()  # once: the control-token check reads it too
     leaked = find_control_token(trajectory_json)
@@ -253,12 +262,6 @@ def to_dataset_record(res: StageResources, trajectory: Trajectory) -> DatasetRec
 
 async def no_tool_baseline_gate(res: StageResources, task: Task) -> Task:
     """Refuse read-only tasks a model answers without any tool (shortcut-prone)."""
-    from trajforge.verifiers.no_tool_baseline import (
-        check_shortcut_prone,
-        is_read_only,
-        no_tool_baseline,
-    )
-
     vocabulary = res.domain_for(task.domain).vocabulary
     if not is_read_only(task, vocabulary):  # a write task cannot succeed without tools
         return task
@@ -285,11 +288,12 @@ async def judge_trajectory(res: StageResources, trajectory: Trajectory) -> Traje
 
 
 def shortcut_filters(res: StageResources, trajectory: Trajectory) -> Trajectory:
-    """Attach signatures, then run `quality.filters` in order; the first failure rejects."""
-    from trajforge.verifiers.signatures import compute_signatures
-
+    """Attach signatures, then run `quality.filters` in order; the first failure rejects.
+    The shortcut scan is made once and handed to the filters with the context."""
     assert res.gates is not None
-    signed = trajectory.model_copy(update={"signatures": compute_signatures(trajectory)})
+    scan = scan_shortcuts(trajectory)
+    signed = trajectory.model_copy(update={"signatures": compute_signatures(trajectory, scan=scan)})
+    context = dataclasses.replace(res.context_for(trajectory.task.domain), scan=scan)
     for flt in res.gates.filters:
-        gate(res, flt, signed)
+        gate(res, flt, signed, context)
     return signed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -116,7 +117,6 @@ class Message(Record):
 
 def _wire_arguments(call: ToolCall) -> str:
     """A call's arguments as the JSON text the model wrote: the raw text when it did not parse."""
-    import json
 
     if call.parse_error is not None and call.raw_arguments is not None:
         return call.raw_arguments

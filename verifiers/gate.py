@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from trajforge.generators.tooling import Domain
 from trajforge.schemas import Record, RejectionReason, Trajectory
-from trajforge.verifiers.outcome import rejection_reason, verify_outcome
+from trajforge.verifiers.outcome import judge_outcome
 from trajforge.verifiers.protocol import FilterContext, TrajectoryFilter, run_filter
 
 
@@ -37,8 +37,7 @@ def gate_verdict(
 ) -> Verdict:
     """Outcome (replayed against the gold plan) and every filter; kept when none refuses."""
     found: list[GateReason] = []
-    outcome = verify_outcome(trajectory, domain)
-    reason = rejection_reason(outcome)
+    outcome, reason = judge_outcome(trajectory, domain)
     if reason is not None:
         found.append(GateReason(check="outcome", reason=reason, detail=outcome.reason))
     checked = trajectory.model_copy(update={"outcome": outcome})

@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from trajforge.generators.domain_options import options_of
 from trajforge.generators.policy_rules import ClaimTypes
-from trajforge.generators.tooling import domain_option
 from trajforge.generators.value_grammar import address_keys, addresses_in
 from trajforge.generators.values import normalise, whole_token_in
 from trajforge.schemas import Message, RejectionReason, Trajectory
@@ -179,5 +179,5 @@ class GroundedClaimsFilter(FilterModel):
     def check(self, trajectory: Trajectory, context: FilterContext) -> FilterResult:
         domain = context.domain
         return check_grounded_claims(
-            trajectory, domain_option(domain, "claim_types"), dict(domain.vocabulary.action_verbs)
+            trajectory, options_of(domain).claim_types, dict(domain.vocabulary.action_verbs)
         )

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from trajforge.generators.tooling import domain_option
+from trajforge.generators.domain_options import options_of
 from trajforge.schemas import RejectionReason, Trajectory, canonical_json
 from trajforge.verifiers.protocol import FilterContext, FilterModel
 from trajforge.verifiers.result import FilterResult
@@ -117,5 +117,5 @@ class LoopsFilter(FilterModel):
     max_repeats: int = Field(default=DEFAULT_MAX_REPEATS, ge=2)
 
     def check(self, trajectory: Trajectory, context: FilterContext) -> FilterResult:
-        meanings = domain_option(context.domain, "call_meanings")
+        meanings = options_of(context.domain).call_meanings
         return check_loops(trajectory, self.max_repeats, meanings)

@@ -11,10 +11,11 @@ means the record itself is corrupt (edited, or produced by different tools) and 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
+from trajforge.generators.domain_options import options_of
 from trajforge.generators.replays import gold_calls, replay_domain
-from trajforge.generators.tooling import Domain, domain_option
+from trajforge.generators.tooling import Domain
 from trajforge.generators.values import mentions_value
 from trajforge.schemas import (
     InitialState,
@@ -46,72 +47,117 @@ def missing_outputs(trajectory: Trajectory) -> tuple[str, ...]:
     )
 
 
-def domain_problems(trajectory: Trajectory, domain: Domain) -> list[str]:
+class OutcomeProblem(NamedTuple):
+    """One failed component of an outcome: its typed reason, decided where it is found, and
+    the text that goes into `OutcomeResult.reason`."""
+
+    reason: RejectionReason
+    text: str
+
+
+class OutcomeVerdict(NamedTuple):
+    """The outcome record and, when it failed, the typed reason it is rejected for."""
+
+    result: OutcomeResult
+    rejection: RejectionReason | None
+
+
+#: Which failure names an outcome's rejection when several fail: the state first (a corrupt
+#: record counts as a state mismatch), then what the user was told, then the domain's own
+#: checks, then the ending.
+REJECTION_ORDER: tuple[RejectionReason, ...] = (
+    "state_mismatch",
+    "outputs_not_communicated",
+    "evidence_not_covered",
+    "bad_termination",
+)
+
+
+def domain_problems(trajectory: Trajectory, domain: Domain) -> list[OutcomeProblem]:
     """Problems found by the domain's own outcome checks (search: evidence coverage).
 
     A domain may declare `outcome_checks`, functions trajectory -> problem text or None, each
-    problem starting with its rejection reason; domains without any declare nothing.
+    problem starting with its rejection reason (`evidence_not_covered: ...`); any other problem
+    counts as `bad_termination`, as it always has. The text contract is the
+    domain protocol's (typed domain options would make it a typed pair).
     """
-    checks = domain_option(domain, "outcome_checks")
-    return [p for check in checks if (p := check(trajectory)) is not None]
+    checks = options_of(domain).outcome_checks
+    problems = [p for check in checks if (p := check(trajectory)) is not None]
+    return [OutcomeProblem(_domain_reason(p), p) for p in problems]
 
 
-def verify_outcome(trajectory: Trajectory, domain: Domain) -> OutcomeResult:
-    """Replay, compare with gold, check outputs and termination; `reason` names what failed."""
+def _domain_reason(problem: str) -> RejectionReason:
+    named = problem.split(":", 1)[0].strip()
+    return "evidence_not_covered" if named == "evidence_not_covered" else "bad_termination"
+
+
+def outcome_problems(
+    trajectory: Trajectory, domain: Domain
+) -> tuple[OutcomeResult, list[OutcomeProblem]]:
+    """The outcome record's fields and every failed component, each with its typed reason."""
     task = trajectory.task
     actual = replay_hash(domain, task.initial_state, trajectory.world_calls())
     expected = replay_hash(domain, task.initial_state, gold_calls(task.gold_actions))
     missing = missing_outputs(trajectory)
-    termination_ok = trajectory.termination in OK_TERMINATIONS
-    state_match = actual == expected
     problems = []
     if actual != trajectory.final_state_hash:
         problems.append(
-            f"corrupt_trajectory: replayed hash {actual[:12]} != recorded final_state_hash "
-            f"{trajectory.final_state_hash[:12]}"
+            OutcomeProblem(
+                "state_mismatch",
+                f"corrupt_trajectory: replayed hash {actual[:12]} != recorded final_state_hash "
+                f"{trajectory.final_state_hash[:12]}",
+            )
         )
     if expected != task.gold_final_hash:
         problems.append(
-            f"corrupt_task: gold replay hash {expected[:12]} != task.gold_final_hash "
-            f"{task.gold_final_hash[:12]}"
+            OutcomeProblem(
+                "state_mismatch",
+                f"corrupt_task: gold replay hash {expected[:12]} != task.gold_final_hash "
+                f"{task.gold_final_hash[:12]}",
+            )
         )
-    if not state_match:
-        problems.append(f"state_mismatch: final state {actual[:12]} != gold {expected[:12]}")
+    if actual != expected:
+        text = f"state_mismatch: final state {actual[:12]} != gold {expected[:12]}"
+        problems.append(OutcomeProblem("state_mismatch", text))
     if missing:
-        problems.append(f"outputs_not_communicated: {', '.join(missing)}")
-    if not termination_ok:
-        problems.append(f"bad_termination: {trajectory.termination}")
+        text = f"outputs_not_communicated: {', '.join(missing)}"
+        problems.append(OutcomeProblem("outputs_not_communicated", text))
+    if trajectory.termination not in OK_TERMINATIONS:
+        text = f"bad_termination: {trajectory.termination}"
+        problems.append(OutcomeProblem("bad_termination", text))
     problems += domain_problems(trajectory, domain)
-    return OutcomeResult(
+    result = OutcomeResult(
         passed=not problems,
-        state_match=state_match,
+        state_match=actual == expected,
         outputs_communicated=not missing,
-        termination_ok=termination_ok,
+        termination_ok=trajectory.termination in OK_TERMINATIONS,
         expected_hash=expected,
         actual_hash=actual,
         missing_outputs=missing,
-        reason="; ".join(problems) if problems else "passed",
+        reason="; ".join(p.text for p in problems) if problems else "passed",
     )
+    return result, problems
 
 
-def rejection_reason(result: OutcomeResult) -> RejectionReason | None:
-    """The typed rejection reason for a failed outcome (first failing component), or None."""
-    if result.passed:
-        return None
-    if not result.state_match or result.reason.startswith("corrupt"):
-        return "state_mismatch"
-    if not result.outputs_communicated:
-        return "outputs_not_communicated"
-    if "evidence_not_covered" in result.reason:
-        return "evidence_not_covered"
-    return "bad_termination"
+def judge_outcome(trajectory: Trajectory, domain: Domain) -> OutcomeVerdict:
+    """Replay, compare with gold, check outputs and termination: the outcome record and the
+    typed reason of its rejection (the first failed component in `REJECTION_ORDER`)."""
+    result, problems = outcome_problems(trajectory, domain)
+    failed = {p.reason for p in problems}
+    return OutcomeVerdict(result, next((r for r in REJECTION_ORDER if r in failed), None))
+
+
+def verify_outcome(trajectory: Trajectory, domain: Domain) -> OutcomeResult:
+    """Replay, compare with gold, check outputs and termination; `reason` names what failed."""
+    return outcome_problems(trajectory, domain)[0]
 
 
 class OutcomeGate(FilterModel):
     """The trajectory reached the gold state, told every expected output and ended well.
 
-    Reads the outcome the Outcome stage attached (computing it with the context's domain when
-    none is attached, e.g. for trajectories from another system)."""
+    A passing outcome the Outcome stage attached is trusted; otherwise the outcome is judged
+    with the context's domain (a failed one's typed reason is decided there, not read back
+    from its text)."""
 
     name: ClassVar[str] = "outcome"
     reasons: ClassVar[tuple[RejectionReason, ...]] = (
@@ -122,6 +168,7 @@ class OutcomeGate(FilterModel):
     )
 
     def check(self, trajectory: Trajectory, context: FilterContext) -> FilterResult:
-        outcome = trajectory.outcome or verify_outcome(trajectory, context.domain)
-        reason = rejection_reason(outcome)
+        if trajectory.outcome is not None and trajectory.outcome.passed:
+            return FilterResult.ok()
+        outcome, reason = judge_outcome(trajectory, context.domain)
         return FilterResult.ok() if reason is None else FilterResult.reject(reason, outcome.reason)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from trajforge.generators.domain_options import options_of
 from trajforge.generators.policy_rules import RULE_IDS, PolicyRules
-from trajforge.generators.tooling import domain_option
 from trajforge.generators.values import leaf_strings, mentions_value
 from trajforge.schemas import Message, RejectionReason, StepRecord, ToolCall, Trajectory
 from trajforge.verifiers.dialogue import is_affirmation, is_refusal, result_object, steps_by_call
@@ -215,4 +215,4 @@ class PolicyFilter(FilterModel):
 
 def domain_rules(domain: object) -> PolicyRules | None:
     """A domain's declared rules; a domain that declares none (no attribute) has none."""
-    return domain_option(domain, "policy_rules")
+    return options_of(domain).policy_rules

@@ -19,13 +19,17 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from trajforge.generators.tooling import Domain, domain_option
+from trajforge.generators.domain_options import options_of
+from trajforge.generators.tooling import Domain
 from trajforge.schemas import RejectionReason, Trajectory, is_reason_id
 from trajforge.verifiers.result import FilterResult
+
+if TYPE_CHECKING:  # signatures.py imports this module
+    from trajforge.verifiers.signatures import ShortcutScan
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
 
@@ -33,9 +37,12 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
 @dataclass(frozen=True)
 class FilterContext:
     """What a filter may consult besides the trajectory: the build's domain (its policy, tools
-    and, for policy-as-code, its declared rules). Built once per worker."""
+    and, for policy-as-code, its declared rules), built once per worker, and `scan`, the
+    trajectory's shortcut scan when the caller already made one (`dataclasses.replace` per
+    trajectory; filters that need it check it fits and scan themselves otherwise)."""
 
     domain: Domain
+    scan: ShortcutScan | None = None
 
 
 @runtime_checkable
@@ -115,7 +122,7 @@ def run_filter(
 
 def domain_checks_result(name: str, trajectory: Trajectory, context: FilterContext) -> FilterResult:
     """The first failing `TrajectoryCheck` the context's domain declares for filter `name`."""
-    for check in domain_option(context.domain, "trajectory_checks"):
+    for check in options_of(context.domain).trajectory_checks:
         if check.extends != name:
             continue
         problems = check.problems(trajectory)

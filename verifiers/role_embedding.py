@@ -21,6 +21,7 @@ from pydantic import Field
 from trajforge.schemas import RejectionReason, Trajectory
 from trajforge.verifiers.protocol import FilterContext, FilterModel
 from trajforge.verifiers.result import FilterResult
+from trajforge.verifiers.semantic import embed
 
 AGENT_PROTOTYPES: tuple[str, ...] = (
     "Let me pull up your account.",
@@ -60,7 +61,6 @@ USER_PROTOTYPES: tuple[str, ...] = (
 
 @functools.lru_cache(maxsize=8)
 def _prototype_vectors(texts: tuple[str, ...]) -> np.ndarray:
-    from trajforge.verifiers.semantic import embed
 
     return embed(list(texts))
 
@@ -70,7 +70,6 @@ def agent_likeness(
 ) -> list[tuple[float, float]]:
     """(mean top-k similarity to agent prototypes minus that to user prototypes, nearest agent
     similarity) per text."""
-    from trajforge.verifiers.semantic import embed
 
     if not texts:
         return []

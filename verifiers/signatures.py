@@ -11,7 +11,8 @@ Turn indices are indices into `trajectory.messages`.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
 from trajforge.generators.values import extract_values, leaf_strings, normalise
@@ -67,21 +68,45 @@ def _answer_hits(trajectory: Trajectory, values: Sequence[str]) -> dict[str, int
     return hits
 
 
-#: The last few scans, by the identity of the messages they read: the signatures and the
-#: answer-before-evidence filter scan the same trajectory (a copy sharing its messages tuple)
-#: back to back. Holding the tuple keeps the identity check safe.
-_RECENT: list[tuple[tuple[Message, ...], tuple[str, ...], dict[str, int], dict[str, int]]] = []
+@dataclass(frozen=True)
+class ShortcutScan:
+    """Where each gold value was first stated by the agent (`hits`) and first shown to it by a
+    tool output or the user (`evidence`), message indices of one trajectory's `messages`.
+
+    Why an object: the signatures and the answer-before-evidence filter read the same scan of
+    the same trajectory back to back; the caller makes it once (`scan_shortcuts`) and hands it
+    to both (the filter finds it on its `FilterContext`) instead of each scanning every message
+    again. It holds the messages tuple it read, so `fits` can tell it is that trajectory's."""
+
+    messages: tuple[Message, ...]
+    values: tuple[str, ...]
+    hits: Mapping[str, int]
+    evidence: Mapping[str, int]
+
+    def fits(self, trajectory: Trajectory, values: tuple[str, ...]) -> bool:
+        """Made from these very messages for these values (an `is` check: records are frozen)."""
+        return self.messages is trajectory.messages and self.values == values
 
 
-def _scan(trajectory: Trajectory, values: tuple[str, ...]) -> tuple[dict, dict]:
-    """(answer hits, evidence turns) of `values` in the trajectory, reused while recent."""
-    for messages, scanned, hits, evidence in _RECENT:
-        if messages is trajectory.messages and scanned == values:
-            return dict(hits), dict(evidence)
-    hits, evidence = _answer_hits(trajectory, values), _evidence_turns(trajectory, values)
-    _RECENT.insert(0, (trajectory.messages, values, hits, evidence))
-    del _RECENT[4:]
-    return dict(hits), dict(evidence)
+def scan_shortcuts(trajectory: Trajectory, gold: Sequence[str] | None = None) -> ShortcutScan:
+    """The scan of `gold` (default `gold_values(trajectory.task)`) in the trajectory."""
+    values = tuple(gold) if gold is not None else gold_values(trajectory.task)
+    return ShortcutScan(
+        trajectory.messages,
+        values,
+        _answer_hits(trajectory, values),
+        _evidence_turns(trajectory, values),
+    )
+
+
+def _scan_for(
+    trajectory: Trajectory, gold: Sequence[str] | None, scan: ShortcutScan | None
+) -> ShortcutScan:
+    """`scan` when it was made for this trajectory and these values, else a fresh one."""
+    values = tuple(gold) if gold is not None else gold_values(trajectory.task)
+    if scan is not None and scan.fits(trajectory, values):
+        return scan
+    return scan_shortcuts(trajectory, values)
 
 
 def _evidence_turns(trajectory: Trajectory, values: Sequence[str]) -> dict[str, int]:
@@ -111,10 +136,13 @@ def _agent_tokens(message: Message) -> int:
     return tokens
 
 
-def compute_signatures(trajectory: Trajectory, gold: Sequence[str] | None = None) -> Signatures:
-    """Signatures of one trajectory; `gold` defaults to `gold_values(trajectory.task)`."""
-    values = tuple(gold) if gold is not None else gold_values(trajectory.task)
-    hits, evidence = _scan(trajectory, values)
+def compute_signatures(
+    trajectory: Trajectory, gold: Sequence[str] | None = None, scan: ShortcutScan | None = None
+) -> Signatures:
+    """Signatures of one trajectory; `gold` defaults to `gold_values(trajectory.task)`;
+    `scan`: this trajectory's `scan_shortcuts` when the caller already made it."""
+    found = _scan_for(trajectory, gold, scan)
+    values, hits, evidence = found.values, dict(found.hits), found.evidence
     answer_at = _answer_index(trajectory, hits, values)
     before = [m for m in trajectory.messages[:answer_at] if m.role == "assistant"]
     return Signatures(
@@ -125,18 +153,20 @@ def compute_signatures(trajectory: Trajectory, gold: Sequence[str] | None = None
     )
 
 
-def early_answers(trajectory: Trajectory, gold: Sequence[str] | None = None) -> dict[str, int]:
+def early_answers(
+    trajectory: Trajectory, gold: Sequence[str] | None = None, scan: ShortcutScan | None = None
+) -> dict[str, int]:
     """Gold values the agent stated before any tool output or user turn showed them."""
-    values = tuple(gold) if gold is not None else gold_values(trajectory.task)
-    hits, evidence = _scan(trajectory, values)
+    found = _scan_for(trajectory, gold, scan)
+    hits, evidence = found.hits, found.evidence
     return {v: t for v, t in hits.items() if not (v in evidence and evidence[v] < t)}
 
 
 def check_answer_before_evidence(
-    trajectory: Trajectory, gold: Sequence[str] | None = None
+    trajectory: Trajectory, gold: Sequence[str] | None = None, scan: ShortcutScan | None = None
 ) -> FilterResult:
     """Reject (`answer_before_evidence`) when a gold value is stated before it was shown."""
-    early = early_answers(trajectory, gold)
+    early = early_answers(trajectory, gold, scan)
     if not early:
         return FilterResult.ok()
     listed = ", ".join(f"{v} (message {t})" for v, t in sorted(early.items()))
@@ -150,7 +180,7 @@ class AnswerBeforeEvidenceFilter(FilterModel):
     reasons: ClassVar[tuple[RejectionReason, ...]] = ("answer_before_evidence",)
 
     def check(self, trajectory: Trajectory, context: FilterContext) -> FilterResult:
-        return check_answer_before_evidence(trajectory)
+        return check_answer_before_evidence(trajectory, scan=context.scan)
 
 
 def prior_shortcut_rate(signatures: Iterable[Signatures]) -> float:

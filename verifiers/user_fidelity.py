@@ -19,6 +19,7 @@ import re
 from typing import ClassVar
 
 from trajforge.generators.roles import narrates
+from trajforge.generators.user import looks_like_agent
 from trajforge.generators.value_grammar import typed_values
 from trajforge.generators.values import extract_values, normalise, whole_token_in
 from trajforge.schemas import RejectionReason, Trajectory
@@ -172,7 +173,6 @@ def stated_answers(
 def role_confused_turns(trajectory: Trajectory) -> list[int]:
     """Message indices of user turns that speak as the agent (the generation-time check, run
     again on the finished record: a record from another system never went through it)."""
-    from trajforge.generators.user import looks_like_agent
 
     name = trajectory.task.persona.name
     return [

@@ -27,9 +27,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
 from pydantic import BaseModel, ConfigDict
 
+from trajforge.finetune.agents import parse_agent
 from trajforge.finetune.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from trajforge.finetune.evaluate import (
+    EvalConfig,
+    evaluate,
+    fresh_tasks,
+    held_out_tasks,
+    run_split_domain,
+    split_tasks,
+)
 from trajforge.finetune.families import TemplateFamily, resolve_family
 from trajforge.finetune.modeling import (
     Precision,
@@ -50,6 +60,9 @@ from trajforge.finetune.opd.scoring import (
     step_weights,
 )
 from trajforge.finetune.opd.transcript import FamilyRenderer, RolloutTokens
+from trajforge.finetune.opd.vllm_sampler import VLLMSampler
+from trajforge.generators.domains import get_domain
+from trajforge.generators.llm import build_client, model_name
 from trajforge.generators.tooling import Domain
 from trajforge.generators.user import LLMUser, ScriptedUser, UserSimulator
 from trajforge.schemas import Task
@@ -110,6 +123,7 @@ def load_models(cfg: OPDConfig) -> Models:
     the dtype `precision` gives (transformers 5 would otherwise load a checkpoint's own dtype:
     a bf16 student trained in pure bf16, whose updates mostly round away). The family is
     resolved from the student's tokenizer first, so a wrong one fails before any weights load."""
+    # lazy, measured start-up cost: transformers ~440 ms
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     device = pick_device() if cfg.device == "auto" else cfg.device
@@ -141,8 +155,6 @@ def make_sampler(cfg: OPDConfig, models: Models, stop_ids: list[int]) -> TokenSa
     transformers sampler runs under the training forward's precision, so its log p_old is
     what the update's first forward computes."""
     if cfg.sampler == "vllm":
-        from trajforge.finetune.opd.vllm_sampler import VLLMSampler
-
         return VLLMSampler(
             cfg.student,
             stop_ids,
@@ -169,7 +181,6 @@ def user_factory(cfg: OPDConfig, domain: Domain) -> Callable[[Task], UserSimulat
     domain's words."""
     if cfg.user is None:
         return ScriptedUser
-    from trajforge.generators.llm import build_client, model_name
 
     client = build_client(cfg.user)
     name = model_name(cfg.user)
@@ -180,7 +191,6 @@ class OPDTrainer:
     """The loop's state: models, samplers, optimizer, tasks; `run()` trains."""
 
     def __init__(self, cfg: OPDConfig, models: Models, domain: Domain, tasks, heldout):
-        import torch
 
         if not tasks:
             raise ValueError("OPD needs at least one training task")
@@ -218,7 +228,6 @@ class OPDTrainer:
 
     def train_step(self, step: int) -> OPDMetrics:
         """Sample, score once, update: one optimizer step."""
-        import torch
 
         cfg, m = self.cfg, self.models
         sampled = sample_rollouts(
@@ -293,8 +302,6 @@ class OPDTrainer:
 
     def _pass_hat_1(self, step: int) -> float:
         """The student's pass^1 on held-out tasks through `trajforge eval`'s evaluation."""
-        from trajforge.finetune.agents import parse_agent
-        from trajforge.finetune.evaluate import EvalConfig, evaluate
 
         path = save_final(
             self.models.student,
@@ -373,8 +380,6 @@ class OPDTrainer:
 
 def training_tasks(cfg: OPDConfig, domain: Domain) -> list[Task]:
     """A run's `split` (train by default), or fresh verified tasks from OPD's own seeds."""
-    from trajforge.finetune.evaluate import fresh_tasks, split_tasks
-
     if cfg.tasks is not None:
         return split_tasks(cfg.tasks, cfg.split)  # exactly that split: never golden for train
 
@@ -383,17 +388,11 @@ def training_tasks(cfg: OPDConfig, domain: Domain) -> list[Task]:
 
 def opd_domain(cfg: OPDConfig) -> Domain:
     """A run's tasks carry their domain (`tasks`); `domain` picks the domain of fresh tasks."""
-    from trajforge.finetune.evaluate import run_split_domain
-    from trajforge.generators.domains import get_domain
-
     return run_split_domain(cfg.tasks, cfg.split) if cfg.tasks else get_domain(cfg.domain)
 
 
 def run_opd(cfg: OPDConfig) -> OPDResult:
     """Load models and tasks as configured and train (resumable with `resume=True`)."""
-    import torch
-
-    from trajforge.finetune.evaluate import EvalConfig, held_out_tasks
 
     torch.manual_seed(cfg.seed)
     domain = opd_domain(cfg)

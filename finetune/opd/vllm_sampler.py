@@ -36,6 +36,7 @@ class VLLMSampler:
         # The engine core must live in this process for `sync` to reach its model.
         os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         try:
+            # lazy: optional dependency (the gpu extra)
             import vllm
         except ImportError as exc:
             raise ImportError(f"{INSTALL_HINT}: {exc}") from exc

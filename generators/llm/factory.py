@@ -15,9 +15,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from trajforge.generators.llm.accounting import AccountingLLM, CallStats
 from trajforge.generators.llm.cache import CachedLLM, ResponseStore
 from trajforge.generators.llm.guard import BoundedLLM, ConcurrencyLimitedLLM, TextLimits
-from trajforge.generators.llm.local import LOCAL_MODEL_NAME
+from trajforge.generators.llm.local import LOCAL_MODEL_NAME, LocalLLM
+from trajforge.generators.llm.openai_backend import OpenAIBackend
 from trajforge.generators.llm.openai_wire import base_url_problem
 from trajforge.generators.llm.responders import RESPONDERS
+from trajforge.generators.llm.scripted import ScriptedLLM
+from trajforge.generators.llm.vllm_backend import VLLMBackend
 from trajforge.schemas import LLMClient, LLMError
 
 
@@ -106,6 +109,7 @@ def read_secret(name: str) -> str:
     """The payload of a Secret Manager secret version, read where the client is built (on the
     worker), so the key never travels in pipeline options or logs."""
     try:
+        # lazy: optional dependency (the dataflow extra)
         from google.cloud import secretmanager
     except ImportError as err:
         raise LLMError(
@@ -137,8 +141,6 @@ def build_client(
 
 def _build_backend(cfg: BackendConfig, stats: CallStats) -> Any:
     if isinstance(cfg, OpenAIBackendConfig):
-        from trajforge.generators.llm.openai_backend import OpenAIBackend
-
         return OpenAIBackend(
             cfg.model,
             base_url=cfg.base_url,
@@ -154,19 +156,13 @@ def _build_backend(cfg: BackendConfig, stats: CallStats) -> Any:
             stats=stats,
         )
     if isinstance(cfg, LocalBackendConfig):
-        from trajforge.generators.llm.local import LocalLLM
-
         return LocalLLM(
             max_batch_size=cfg.max_batch_size,
             batch_window_s=cfg.batch_window_ms / 1000.0,
             threads=cfg.threads,
         )
     if isinstance(cfg, ScriptedBackendConfig):
-        from trajforge.generators.llm.scripted import ScriptedLLM
-
         return ScriptedLLM(responder=RESPONDERS[cfg.responder], model=model_name(cfg))
     if isinstance(cfg, VLLMBackendConfig):
-        from trajforge.generators.llm.vllm_backend import VLLMBackend
-
         return VLLMBackend.from_config(cfg)
     raise LLMError(f"unknown backend config {type(cfg).__name__}")

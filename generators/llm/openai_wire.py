@@ -19,6 +19,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from trajforge.generators.llm.redact import ERROR_BODY_CHARS, bounded, redact
 from trajforge.generators.llm.toolcall_text import parse_arguments
@@ -188,7 +189,6 @@ def tool_call(index: int, wire: Mapping[str, Any]) -> dict[str, Any]:
 def base_url_problem(url: str) -> str | None:
     """Why `url` cannot be an endpoint base URL (None when it can). A malformed URL fails every
     call the same way, so it is refused at load time instead of dead-lettering every element."""
-    from urllib.parse import urlsplit
 
     try:
         parts = urlsplit(url)

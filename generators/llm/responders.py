@@ -5,6 +5,7 @@ One frozen table, explicit entries: `backend: {kind: scripted, responder: NAME}`
 
 from __future__ import annotations
 
+import json
 import re
 from types import MappingProxyType
 
@@ -76,7 +77,6 @@ def judge_approves(request: ChatRequest) -> str:
     """An LLM judge that passes every criterion its prompt asks about (whatever the rubric): a
     well-formed judge answer for offline builds and for testing calibration plumbing (it agrees
     with nothing on purpose)."""
-    import json
 
     system = request.messages[0].content or "" if request.messages else ""
     asked = _CRITERION_LINE.findall(system)

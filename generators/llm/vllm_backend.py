@@ -70,6 +70,7 @@ class VLLMBackend:
         **engine_kwargs: Any,
     ):
         try:
+            # lazy: optional dependency (the gpu extra)
             import vllm
         except ImportError as exc:
             raise LLMError(f"{INSTALL_HINT} (model {model!r}): {exc}") from exc

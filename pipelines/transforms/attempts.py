@@ -10,11 +10,12 @@ a group holds at most K trajectories, never the dataset.
 
 from __future__ import annotations
 
+import json
 import traceback
 
 import apache_beam as beam
 
-from trajforge.pipelines import io
+from trajforge.pipelines import io, ownership
 from trajforge.pipelines.attempts import (
     STAGE,
     TaskDifficultyRow,
@@ -114,8 +115,6 @@ class GroupAttempts(beam.PTransform):
 
 
 def _summary_json(labelled, k: int) -> str:
-    import json
-
     return json.dumps(difficulty_summary(labelled, k), sort_keys=True)
 
 
@@ -143,8 +142,6 @@ def _write_rows(labelled, run_dir: str) -> str:
     """difficulty/difficulty-00000-of-00001.jsonl, lines sorted (a retry writes the same
     bytes), written as the run's own file (`ownership.create`): Beam's `WriteToText` renamed
     files the run's ledger never saw. The summary gathers the same records on one worker."""
-    from trajforge.pipelines import ownership
-
     lines = sorted(TaskDifficultyRow.of(t).to_json() for t in labelled)
     name = f"{io.DIFFICULTY_DIR}/{io.DIFFICULTY_DIR}-00000-of-00001.jsonl"
     return ownership.write_text(run_dir, name, "".join(line + "\n" for line in lines))

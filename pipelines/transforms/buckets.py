@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
+from apache_beam.metrics.metric import MetricsFilter
+
+from trajforge.verifiers.buckets import refined_key
 
 #: Counters about dedup's own cost (candidate pairs, bucket sizes): kept out of the stage
 #: counters' namespace so progress and accounting never mistake them for records.
@@ -27,8 +30,6 @@ def scale_distribution(name: str):
 
 
 def _refine(item, oversized: dict, cap: int):
-    from trajforge.verifiers.buckets import refined_key
-
     key, (refiner, member) = item
     return refined_key(key, refiner, oversized.get(key, 0), cap), member
 
@@ -75,8 +76,6 @@ class BoundedBuckets(beam.PTransform):
 def scale_report(result) -> dict[str, dict[str, int]]:
     """Dedup's cost counters from a finished pipeline, for the manifest: candidate and verified
     pairs, refined keys, and bucket sizes (count / max / mean) per LSH family."""
-    from apache_beam.metrics.metric import MetricsFilter
-
     try:
         found = result.metrics().query(MetricsFilter().with_namespace(SCALE_NAMESPACE))
     except Exception:  # noqa: BLE001 - some runners cannot report metrics

@@ -18,11 +18,24 @@ import functools
 from collections.abc import Iterable
 
 import apache_beam as beam
+import numpy as np
 
 from trajforge.pipelines.config import DedupConfig, NearDupConfig, SemanticDupConfig
 from trajforge.pipelines.transforms.buckets import BoundedBuckets, scale_counter
 from trajforge.pipelines.transforms.routing import DEAD, KEPT, REJECTED, StageCounters, route
 from trajforge.schemas import Record, Rejected, Trajectory
+from trajforge.verifiers.buckets import chunks, hyperplane_bands, hyperplanes, mix64, pair_flag
+from trajforge.verifiers.content_key import ContentKey, content_key, same_content
+from trajforge.verifiers.dedup import (
+    LSHParams,
+    exact_hash,
+    lsh_band_keys,
+    minhash_signature,
+    set_minhash,
+    verify_candidates,
+)
+from trajforge.verifiers.semantic import embed, neighbour_pairs
+from trajforge.verifiers.text import conversation_text
 
 #: When one record is flagged several ways, the most specific reason wins.
 REASON_PRIORITY = ("exact_duplicate", "near_duplicate", "semantic_duplicate")
@@ -39,23 +52,17 @@ class DedupItem(Record):
     values: tuple[str, ...]  # sorted content values (verifiers/content_key.py)
 
     def content_key(self):
-        from trajforge.verifiers.content_key import ContentKey
-
         return ContentKey(self.intent, frozenset(self.values))
 
 
 def dedup_text(trajectory: Trajectory) -> str:
     """What dedup compares: the user and agent turns (not the shared system prompt)."""
-    from trajforge.verifiers.text import conversation_text
-
     return conversation_text(trajectory, roles=("user", "assistant"))
 
 
 def dedup_item(trajectory: Trajectory, record_id: str | None = None) -> DedupItem:
     """The trajectory as dedup sees it, under `record_id` when the caller's record has its own
     id (a DatasetRecord's, for the split's near-duplicate edges)."""
-    from trajforge.verifiers.content_key import content_key
-
     key = content_key(trajectory)
     return DedupItem(
         id=record_id or trajectory.id,
@@ -77,8 +84,6 @@ def pick_reason(flags: Iterable[tuple[str, str]]) -> tuple[str, str]:
 def near_band_entries(item: DedupItem, cfg: NearDupConfig):
     """(band key, (refiner, (id, signature))) per band; the refiner is the band's slot of the
     content values' MinHash, so a template-sized bucket splits by what the tasks are about."""
-    from trajforge.verifiers.dedup import lsh_band_keys, minhash_signature
-
     sig = minhash_signature(item.text, num_perm=cfg.num_perm)
     refiners = content_refiners(item.values, cfg.bands)
     for band, key in enumerate(lsh_band_keys(sig, bands=cfg.bands, rows=cfg.rows)):
@@ -96,8 +101,6 @@ class BucketPairs(beam.PTransform):
         self.band_entries, self.check, self.cap = band_entries, check, cap
 
     def expand(self, members):
-        from trajforge.verifiers.buckets import pair_flag
-
         check, reason = self.check, self.reason
         candidates = scale_counter(f"{self.family}.candidate_pairs")
         verified = scale_counter(f"{self.family}.verified_pairs")
@@ -125,8 +128,6 @@ def NearDupPairs(  # noqa: N802 - reads as a transform
     """DedupItems -> near_duplicate flags: MinHash bands, candidates verified by estimated
     Jaccard (at `verify_at`, by default with the margin LSHParams explains). `family` names
     its scale counters (the split's near-duplicate edges count apart from dedup's)."""
-    from trajforge.verifiers.dedup import LSHParams, verify_candidates
-
     threshold = LSHParams(threshold=cfg.threshold).verify_threshold
     threshold = threshold if verify_at is None else verify_at
     return BucketPairs(
@@ -144,8 +145,6 @@ class EmbedFn(beam.DoFn):
     that no record reaches never pays for loading it."""
 
     def process(self, batch):
-        from trajforge.verifiers.semantic import embed
-
         vectors = embed([item.text for item in batch])
         for item, vec in zip(batch, vectors, strict=True):
             yield item.id, vec, item.content_key()
@@ -154,17 +153,12 @@ class EmbedFn(beam.DoFn):
 def content_refiners(values: Iterable[str], bands: int) -> list[int]:
     """Per band, the refiner that splits an oversized bucket: the band's slot of the content
     values' MinHash, mixed so its low bits are uniform (verifiers/buckets.py says why)."""
-    from trajforge.verifiers.buckets import mix64
-    from trajforge.verifiers.dedup import set_minhash
-
     return [mix64(slot) for slot in set_minhash(values, num_perm=bands)]
 
 
 def semantic_band_entries(embedded, cfg: SemanticDupConfig):
     """(band key, (refiner, member)) per hyperplane band; the intent is part of the key because
     records of different intents are never semantic duplicates (content_key.same_content)."""
-    from trajforge.verifiers.buckets import hyperplane_bands, hyperplanes
-
     _, vector, key = embedded
     planes = hyperplanes(len(vector), cfg.bands * cfg.rows, HYPERPLANE_SEED)
     intent = "|".join(key.intent)
@@ -176,12 +170,6 @@ def semantic_band_entries(embedded, cfg: SemanticDupConfig):
 def semantic_bucket_pairs(members: list, cfg: SemanticDupConfig) -> tuple[list, int]:
     """(pairs close enough and about the same content, candidates examined) in one bucket; a
     bucket still over `max_bucket` after refinement is searched in id-ordered chunks."""
-    import numpy as np
-
-    from trajforge.verifiers.buckets import chunks
-    from trajforge.verifiers.content_key import same_content
-    from trajforge.verifiers.semantic import neighbour_pairs
-
     by_id = {rid: (vec, key) for rid, vec, key in members}
     found, examined = [], 0
     for ids in chunks(list(by_id), cfg.max_bucket):
@@ -245,8 +233,6 @@ class Dedup(beam.PTransform):
         items = trajectories | "Items" >> beam.Map(dedup_item)
         flags = []
         if cfg.exact:
-            from trajforge.verifiers.dedup import exact_hash
-
             flags.append(
                 items
                 | "ExactKey" >> beam.Map(lambda item: (exact_hash(item.text), item.id))

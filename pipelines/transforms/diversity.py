@@ -17,10 +17,21 @@ from collections import Counter
 
 import apache_beam as beam
 
+from trajforge.generators.domains import get_domain
 from trajforge.pipelines import io
 from trajforge.pipelines.config import DiversityConfig
+from trajforge.pipelines.transforms.dedup import dedup_text
 from trajforge.pipelines.transforms.text_file import WriteTextFile
 from trajforge.schemas import Record, Trajectory
+from trajforge.verifiers.buckets import sample_rank
+from trajforge.verifiers.diversity import (
+    DiversityReport,
+    coverage_from_tally,
+    coverage_tally,
+    vendi_estimate,
+)
+from trajforge.verifiers.semantic import embed
+from trajforge.verifiers.signatures import prior_shortcut_rate
 
 
 class CoverageTally(Record):
@@ -40,9 +51,6 @@ class CoverageCombineFn(beam.CombineFn):
         return [0, Counter(), 0, 0]
 
     def add_input(self, acc, trajectory: Trajectory):
-        from trajforge.verifiers.diversity import coverage_tally
-        from trajforge.verifiers.signatures import prior_shortcut_rate
-
         acc[0] += 1
         acc[1].update(coverage_tally(trajectory))
         if trajectory.signatures is not None:
@@ -65,9 +73,6 @@ class CoverageCombineFn(beam.CombineFn):
 
 
 def sample_entry(trajectory: Trajectory, seed: int) -> tuple[int, str, str]:
-    from trajforge.pipelines.transforms.dedup import dedup_text
-    from trajforge.verifiers.buckets import sample_rank
-
     return sample_rank(trajectory.id, seed), trajectory.id, dedup_text(trajectory)
 
 
@@ -80,17 +85,12 @@ def diversity_json(
 ) -> str:
     """diversity.json: coverage over every domain of the build (`domain_names` are the
     config's), the Vendi estimate when the embedder is enabled, the prior-shortcut rate."""
-    from trajforge.generators.domains import get_domain
-    from trajforge.verifiers.diversity import DiversityReport, coverage_from_tally, vendi_estimate
-
     domains = [get_domain(name) for name in domain_names]
     tool_names = sorted({s.name for d in domains for s in d.toolbox.specs})
     task_types = sorted({tt for d in domains for tt in d.vocabulary.task_types})
     uses = Counter({(d, v): n for d, v, n in tally.uses})
     vendi = None
     if with_embeddings and len(sample) > 1:
-        from trajforge.verifiers.semantic import embed
-
         vectors = embed([text for _, _, text in sorted(sample)])
         vendi = vendi_estimate(vectors, cfg.subsamples, cfg.seed)
     report = DiversityReport(

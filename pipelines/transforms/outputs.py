@@ -18,24 +18,31 @@ import apache_beam as beam
 
 from trajforge.pipelines import io, shards, splits
 from trajforge.pipelines.config import BuildConfig, NearDupConfig
+from trajforge.pipelines.split_figures import FIGURES_KEY, row_figures, split_figures
+from trajforge.pipelines.transforms.dedup import NearDupPairs, dedup_item
 from trajforge.pipelines.transforms.text_file import WriteTextFile
 from trajforge.schemas import DatasetRecord, Trajectory
+
+MESSAGES_VIEW = "messages"  # the view whose token counts the card reports
 
 
 def split_keys(record: DatasetRecord, outputs: tuple[str, ...]) -> splits.SplitKeys:
     """The record's cluster keys and bytes per output: all the plan gathers of a record (its
     near-duplicate edges are found in bounded buckets, `near_flags`)."""
-    sizes = {
-        o: sum(len(json.dumps(r, default=str)) for r in shards.rows_of(o, record)) for o in outputs
-    }
-    return splits.SplitKeys(id=record.id, keys=record.split_keys, bytes_by_output=sizes)
+    rows = {o: list(shards.rows_of(o, record)) for o in outputs}
+    sizes = {o: sum(len(json.dumps(r, default=str)) for r in rs) for o, rs in rows.items()}
+    tokens = [r["num_tokens"] for r in rows.get(MESSAGES_VIEW, ())]
+    return splits.SplitKeys(
+        id=record.id,
+        keys=record.split_keys,
+        bytes_by_output=sizes,
+        figures=row_figures(record, tokens),
+    )
 
 
 def near_flags(records, near: NearDupConfig, threshold: float):
     """Near-duplicate flags for the split clusters: found by the same bounded-bucket MinHash
     transform as dedup, verified at `threshold`."""
-    from trajforge.pipelines.transforms.dedup import NearDupPairs, dedup_item
-
     return (
         records
         | "NearItems"
@@ -74,7 +81,8 @@ class GatherSplitInputs(beam.CombineFn):
 def plan_json(
     plan: splits.SplitPlan, items: list[splits.SplitKeys], fractions: dict[str, float]
 ) -> str:
-    """splits.json: the leakage report and cluster statistics (read into the manifest)."""
+    """splits.json: the leakage report, cluster statistics and the kept rows' per-split
+    figures (read into the manifest; `figures` goes to its own sections)."""
     sizes: dict[str, int] = {}
     for cluster in plan.cluster_of.values():
         sizes[cluster] = sizes.get(cluster, 0) + 1
@@ -88,6 +96,9 @@ def plan_json(
             "rows": rows,
             "shards": plan.shards,
             "balance": splits.split_balance(plan, fractions).model_dump(mode="json"),
+            FIGURES_KEY: split_figures(
+                (plan.split_of[i.id], i.figures) for i in items if i.figures is not None
+            ),
         },
         sort_keys=True,
     )

@@ -22,6 +22,8 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindows
 
+from trajforge.generators.llm.concurrency import InFlight, process_semaphore
+from trajforge.generators.llm.redact import bounded, redact
 from trajforge.pipelines.progress import FILTER_COUNTER_PREFIX, ProgressTally
 from trajforge.pipelines.resources import StageResources
 from trajforge.schemas import DeadLetter, Record, Rejected, Rejection, Stage, canonical_json
@@ -81,8 +83,6 @@ DEAD_LETTER_TRACEBACK_CHARS = 8_000
 def dead_letter_for(stage: Stage, element: Any, err: BaseException, tb: str) -> DeadLetter:
     """The dead letter keeps the element whole; error text is redacted (a server may echo the
     request's Authorization header into its error body), then bounded."""
-    from trajforge.generators.llm.redact import bounded, redact
-
     return DeadLetter(
         record_id=record_id_of(element),
         stage=stage,
@@ -224,7 +224,6 @@ class AsyncStageFn(beam.DoFn):
                     self.counters.inc(_TOTALS[name], n)
 
     def start_bundle(self):
-        from trajforge.generators.llm.concurrency import InFlight, process_semaphore
 
         # One budget per stage for the whole process: several DoFn threads (or instances) in
         # a worker share it instead of multiplying the concurrency the endpoint sees.

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import apache_beam as beam
 
-from trajforge.pipelines import io
+from trajforge.pipelines import io, ownership
 
 
 def write_line(text: str, path: str, run_dir: str | None = None) -> str:
@@ -23,7 +23,6 @@ def write_line(text: str, path: str, run_dir: str | None = None) -> str:
     if run_dir is None:
         io.write_text(path, text + "\n")
         return path
-    from trajforge.pipelines import ownership
 
     return ownership.write_text(run_dir, path, text + "\n")
 

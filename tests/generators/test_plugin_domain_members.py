@@ -29,4 +29,27 @@ def test_wrong_member_types_are_each_named():
         "confirm_writes",
         "phrasing",
     ]
-    assert "confirm_writes must be a bool, not int" in problems
+    assert (
+        "confirm_writes must be a bool, not int (or leave it out for DomainOptions' default)"
+        in problems
+    )
+
+
+def test_options_are_typed_members_with_defaults():
+    """`options_of` gives each optional member typed: the domain's own value, else the
+    documented default; every option has a load-time check."""
+    from trajforge.generators.domain_options import (
+        OPTIONAL_DOMAIN_MEMBERS,
+        DomainOptions,
+        options_of,
+    )
+    from trajforge.generators.domains.retail.phrasing import RETAIL_PHRASING
+    from trajforge.generators.phrasing import NO_PHRASING
+    from trajforge.generators.plugins import _member_checks
+
+    retail = options_of(DOMAINS["retail"]())
+    assert retail.phrasing is RETAIL_PHRASING and retail.confirm_writes is True
+    assert options_of(DOMAINS["search"]()).confirm_writes is False
+    bare = options_of(object())
+    assert bare == DomainOptions() and bare.phrasing is NO_PHRASING and bare.policy_rules is None
+    assert set(OPTIONAL_DOMAIN_MEMBERS) <= set(_member_checks())

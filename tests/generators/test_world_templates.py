@@ -195,15 +195,15 @@ def test_only_plain_models_can_be_shared():
     assert not can_share(Bag(tags={"a"}))
     assert not can_share(Open(x=1, y=[1]))
     assert not can_share({"a": 1})
-    assert WorldTemplates().put("k", Bag(tags={"a"})) is None
+    assert WorldTemplates().share("k", Bag(tags={"a"})) is None
 
 
 def test_the_cache_is_bounded_and_keeps_the_recent_templates():
     cache = WorldTemplates(maxsize=3)
     for key in "abcd":
-        cache.put(key, _world())
+        cache.share(key, _world())
     assert cache.get("a") is None and cache.get("b") is not None
-    cache.put("e", _world())  # evicts c, the least recently used
+    cache.share("e", _world())  # evicts c, the least recently used
     assert cache.get("c") is None and cache.get("b") is not None
 
 

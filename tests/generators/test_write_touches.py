@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from trajforge.generators.domains import get_domain
+from trajforge.generators.execute_options import ExecuteOptions
 from trajforge.schemas import InitialState, ToolCall, content_hash
 from trajforge.schemas.base import CanonicalParts
 
@@ -137,9 +138,9 @@ def test_incremental_writes_equal_whole_dumps(name):
                 id=f"c{step}", name=tool_name, arguments=ARGUMENTS[name](tool_name, slow, rng)
             )
             kept = copy.deepcopy(held)
-            quick = toolbox.execute(fast, call, held, incremental=True)
-            whole = toolbox.execute(slow, call, None, incremental=False)
-            lean = toolbox.execute(outlined, call, None, incremental=True, hold=False)
+            quick = toolbox.execute(fast, call, held)
+            whole = toolbox.execute(slow, call, None, ExecuteOptions(incremental=False))
+            lean = toolbox.execute(outlined, call, None, ExecuteOptions(hold=False))
             assert (lean.observation, lean.error, lean.diff) == (
                 whole.observation,
                 whole.error,

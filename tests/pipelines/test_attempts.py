@@ -25,10 +25,11 @@ from trajforge.pipelines.attempts import (
     accounting,
     difficulty_summary,
     group_attempts,
-    split_difficulty,
 )
 from trajforge.pipelines.cli import main
 from trajforge.pipelines.config import BuildConfig
+from trajforge.pipelines.manifest import Outputs
+from trajforge.pipelines.split_figures import split_difficulty
 from trajforge.pipelines.transforms.attempts import DIFFICULTY, GroupAttempts
 from trajforge.pipelines.transforms.routing import DEAD, KEPT, REJECTED
 from trajforge.schemas import Difficulty, Message, Provenance, Trajectory
@@ -178,30 +179,34 @@ def test_difficulty_summary_and_split_means(tasks):
 
 
 def test_accounting_counts_attempts_and_refused_tasks_k_times():
-    outputs = {
-        "kept": 3,
-        "rejected": 2 + 4 + 1 + 1,  # 2 tasks refused early, 4 attempts, 1 repeat, 1 no-pass task
-        "dead_lettered": 1 + 1,  # 1 task at synthesis, 1 attempt
-        "rejected_by_stage": {
+    outputs = dict(
+        splits={},
+        kept=3,
+        rejected=2 + 4 + 1 + 1,  # 2 tasks refused early, 4 attempts, 1 repeat, 1 no-pass task
+        dead_lettered=1 + 1,  # 1 task at synthesis, 1 attempt
+        rejected_by_stage={
             "verify_task": {"already_solved": 2},
             "outcome": {"state_mismatch": 4},
             "attempts": {"duplicate_attempt": 1, "no_passing_attempt": 1},
         },
-        "dead_letter_by_stage": {"synthesize": 1, "rollout": 1},
-    }
-    acc = accounting(num_tasks=6, k=3, outputs=outputs)
+        dead_letter_by_stage={"synthesize": 1, "rollout": 1},
+    )
+    acc = accounting(num_tasks=6, k=3, outputs=Outputs(**outputs))
     # 18 attempts = 3 kept + (4 + 1 + 2*3) rejected + (1 + 1*3) dead
-    assert (acc["inputs"], acc["rejected"], acc["dead_lettered"]) == (18, 11, 4)
-    assert acc["holds"] and acc["unit"] == "attempt"
-    assert acc["tasks_refused_before_attempts"] == 3
-    assert acc["tasks_without_passing_attempt"] == 1
-    lost = accounting(num_tasks=7, k=3, outputs=outputs)
-    assert not lost["holds"]
-    plain = {**outputs, "kept": 3, "rejected": 2, "dead_lettered": 1}
-    plain |= {"rejected_by_stage": {"outcome": {"state_mismatch": 2}}}
-    plain |= {"dead_letter_by_stage": {"rollout": 1}}
-    assert accounting(6, 1, plain) | {"holds": True} == accounting(6, 1, plain)
-    assert accounting(6, 1, plain)["unit"] == "task"
+    assert (acc.inputs, acc.rejected, acc.dead_lettered) == (18, 11, 4)
+    assert acc.holds and acc.unit == "attempt"
+    assert acc.tasks_refused_before_attempts == 3
+    assert acc.tasks_without_passing_attempt == 1
+    lost = accounting(num_tasks=7, k=3, outputs=Outputs(**outputs))
+    assert not lost.holds
+    plain = Outputs(
+        **outputs
+        | {"kept": 3, "rejected": 2, "dead_lettered": 1}
+        | {"rejected_by_stage": {"outcome": {"state_mismatch": 2}}}
+        | {"dead_letter_by_stage": {"rollout": 1}}
+    )
+    assert accounting(6, 1, plain).holds
+    assert accounting(6, 1, plain).unit == "task"
 
 
 BASE = {

@@ -6,9 +6,14 @@ import datasets
 import pytest
 from huggingface_hub import DatasetCard, DatasetCardData
 
-from trajforge.pipelines.card import size_category
 from trajforge.pipelines.cli import main
-from trajforge.pipelines.publish import PublishError, commit_operations, files_to_upload, publish
+from trajforge.pipelines.finished.card import size_category
+from trajforge.pipelines.finished.publish import (
+    PublishError,
+    commit_operations,
+    files_to_upload,
+    publish,
+)
 
 REQUIRED = ("license", "language", "task_categories", "size_categories", "pretty_name", "configs")
 
@@ -103,7 +108,7 @@ def test_card_text_is_what_the_template_of_huggingface_hub_gives(built_run, empt
     """`card_text` (no Jinja, no `huggingface_hub.repocard` import) == the template render."""
     import json
 
-    from trajforge.pipelines.card import card_text
+    from trajforge.pipelines.finished.card import card_text
 
     template = "---\n{{ card_data }}\n---\n\n{{ body }}\n"
     for run in (built_run, empty_run):
@@ -144,8 +149,8 @@ def test_card_coverage_is_a_table_not_json(built_run):
 def test_a_far_split_is_noted_in_the_card_and_the_summary(built_run):
     import json
 
-    from trajforge.pipelines.card import dataset_card
     from trajforge.pipelines.cli import summary_table
+    from trajforge.pipelines.finished.card import dataset_card
 
     manifest = json.loads((built_run / "manifest.json").read_text())
     assert "balance" in manifest["splits"]

@@ -96,7 +96,7 @@ def test_verify_without_config_resolves_a_plugin_domain_from_the_run(plugin_run,
 
 
 def test_verify_of_a_file_naming_an_unknown_domain_is_one_clear_error(plugin_run, tmp_path, capsys):
-    from trajforge.pipelines.verify import read_trajectories
+    from trajforge.pipelines.finished.verify import read_trajectories
 
     source = tmp_path / "t.jsonl"
     source.write_text(next(read_trajectories(str(plugin_run))).to_json() + "\n")

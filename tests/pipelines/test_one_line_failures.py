@@ -3,8 +3,8 @@ the cause and the fix (they ended in 72-line and 20-line tracebacks)."""
 
 import time
 
-from trajforge.pipelines import report_check
 from trajforge.pipelines.cli import main
+from trajforge.pipelines.finished import report_check
 
 
 def one_line(text: str) -> str:

@@ -9,7 +9,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from trajforge.pipelines import report, report_svg
+from trajforge.pipelines.finished import report, report_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -14,12 +14,42 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from trajforge.pipelines.sdk_worker import (
     BEAM_WORKER_MODULE,
+    CHECKED_BEAM,
     WORKER_MODULE,
     FastExitFnApiRunner,
+    beam_checked,
     exit_status,
     sdk_worker_command,
     use_fast_exit_workers,
 )
+
+
+def test_installed_beam_is_a_release_the_fast_exit_was_checked_on():
+    """Fails on a Beam bump: the fast exit then falls back to Beam's own worker (slower, not
+    broken). Check the new release (this file, and `bench_build.py --compare` with the exit
+    removed: benchmarks/README.md "Issue 31"), then add it to `CHECKED_BEAM`."""
+    assert beam_checked(), (
+        f"Beam {beam.__version__} is not in sdk_worker.CHECKED_BEAM {CHECKED_BEAM}: check the "
+        "fast-exit worker on it (tests/pipelines/test_sdk_worker.py, benchmarks/README.md "
+        '"Issue 31") and add it'
+    )
+    assert beam_checked("2.77.3") and not beam_checked("2.78.0") and not beam_checked("3.0.0")
+
+
+def test_the_beam_internals_it_relies_on_are_there():
+    """Each private path the fast exit uses, so a Beam release that moves one fails here."""
+    import atexit
+    import inspect
+
+    from apache_beam.portability import python_urns
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner, fn_runner
+    from apache_beam.runners.worker import sdk_worker_main
+
+    assert callable(getattr(FnApiRunner, "run_via_runner_api", None))
+    assert python_urns.SUBPROCESS_SDK
+    assert f"-m {BEAM_WORKER_MODULE}" in inspect.getsource(fn_runner)
+    assert len(inspect.signature(sdk_worker_main.main).parameters) == 1  # main(argv)
+    assert callable(getattr(atexit, "_run_exitfuncs", None))
 
 
 def test_multi_process_workers_run_trajforge_worker_module():

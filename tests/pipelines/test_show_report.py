@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from trajforge.pipelines import report_check
 from trajforge.pipelines.cli import main
+from trajforge.pipelines.finished import report_check
 
 
 def test_show_renders_roles_calls_diffs_and_outcome(built_run, capsys):

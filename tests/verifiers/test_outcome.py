@@ -11,7 +11,8 @@ from trajforge.generators.rollout import run_rollout
 from trajforge.generators.tooling import TaskRejected
 from trajforge.generators.user import ScriptedUser
 from trajforge.schemas import Message, Provenance
-from trajforge.verifiers.outcome import rejection_reason, verify_outcome
+from trajforge.verifiers.outcome import OutcomeGate, judge_outcome, verify_outcome
+from trajforge.verifiers.protocol import FilterContext
 
 PROVENANCE = Provenance(models={"agent": "oracle", "user": "scripted"}, seeds={})
 
@@ -51,11 +52,11 @@ def replace_message(trajectory, index, message):
 
 
 def test_oracle_trajectory_replays_to_gold_and_passes(oracle_trajectory, retail, task):
-    result = verify_outcome(oracle_trajectory, retail)
+    result, reason = judge_outcome(oracle_trajectory, retail)
     assert result.passed, result.reason
     assert result.actual_hash == result.expected_hash == task.gold_final_hash
     assert oracle_trajectory.final_state_hash == task.gold_final_hash
-    assert result.reason == "passed" and rejection_reason(result) is None
+    assert result.reason == "passed" and reason is None
 
 
 def test_changed_mutating_arguments_break_state_match(oracle_trajectory, retail):
@@ -70,9 +71,9 @@ def test_changed_mutating_arguments_break_state_match(oracle_trajectory, retail)
     broken = replace_message(
         oracle_trajectory, index, message.model_copy(update={"tool_calls": (changed,)})
     )
-    result = verify_outcome(broken, retail)
+    result, reason = judge_outcome(broken, retail)
     assert not result.passed and not result.state_match
-    assert "state_mismatch" in result.reason and rejection_reason(result) == "state_mismatch"
+    assert "state_mismatch" in result.reason and reason == "state_mismatch"
     assert "corrupt_trajectory" in result.reason  # recorded hash no longer matches the replay
 
 
@@ -83,11 +84,11 @@ def test_missing_expected_output_fails_with_reason(oracle_trajectory, retail, ta
     silent = replace_message(
         oracle_trajectory, last_agent, Message(role="assistant", content="All done. Anything else?")
     )
-    result = verify_outcome(silent, retail)
+    result, reason = judge_outcome(silent, retail)
     assert result.state_match and result.termination_ok and not result.outputs_communicated
     assert not result.passed and set(result.missing_outputs) == set(task.expected_outputs)
     assert "outputs_not_communicated" in result.reason
-    assert rejection_reason(result) == "outputs_not_communicated"
+    assert reason == "outputs_not_communicated"
 
 
 def test_bad_termination_and_corrupt_hash(oracle_trajectory, retail):
@@ -97,6 +98,19 @@ def test_bad_termination_and_corrupt_hash(oracle_trajectory, retail):
     corrupt = oracle_trajectory.model_copy(update={"final_state_hash": "0" * 64})
     result = verify_outcome(corrupt, retail)
     assert not result.passed and result.state_match and "corrupt_trajectory" in result.reason
+    assert judge_outcome(cut, retail).rejection == "bad_termination"
+    assert judge_outcome(corrupt, retail).rejection == "state_mismatch"  # decided, not parsed
+
+
+def test_the_outcome_gate_judges_a_failed_attached_outcome_again(oracle_trajectory, retail):
+    """A failed outcome's typed reason is decided by judging, never read back from its text:
+    an attached failed outcome with a misleading text still gets the judged reason."""
+    silent = oracle_trajectory.model_copy(update={"termination": "max_turns"})
+    attached, _ = judge_outcome(silent, retail)
+    misleading = attached.model_copy(update={"reason": "corrupt_task: made up"})
+    checked = silent.model_copy(update={"outcome": misleading})
+    result = OutcomeGate().check(checked, FilterContext(domain=retail))
+    assert not result.passed and result.reason == "bad_termination"
 
 
 def test_numbers_are_normalised(oracle_trajectory, retail, task):

@@ -1,4 +1,5 @@
 import asyncio
+import dataclasses
 
 from trajectory_builders import ORDER, Convo, cancel_convo, make_task
 
@@ -103,3 +104,28 @@ def test_lookup_signature_counts_calls_before_answer():
     c.agent("The total is 54.90")
     sig = compute_signatures(c.build(_task()))
     assert sig.solving_tool_calls == 2
+
+
+def test_a_scan_handed_in_is_used_for_its_own_trajectory_only():
+    """The pipeline scans once and hands the scan to the filter (no module-level memo): the
+    filter trusts a scan of these very messages and rescans anything else."""
+    from trajforge.verifiers.protocol import FilterContext
+    from trajforge.verifiers.signatures import AnswerBeforeEvidenceFilter, scan_shortcuts
+
+    grounded = cancel_convo(authenticate=False).build(_task())
+    scan = scan_shortcuts(grounded)
+    assert compute_signatures(grounded, scan=scan) == compute_signatures(grounded)
+    # a scan of these messages saying the total was stated before it was shown is believed
+    claimed = dataclasses.replace(scan, evidence={})
+    context = FilterContext(domain=None, scan=claimed)  # type: ignore[arg-type]
+    assert not AnswerBeforeEvidenceFilter().check(grounded, context).passed
+    # the same claim about another trajectory's messages is not
+    other = cancel_convo(authenticate=False).build(_task())
+    assert other.messages is not grounded.messages
+    assert AnswerBeforeEvidenceFilter().check(other, context).passed
+
+
+def test_signatures_keep_no_module_state():
+    import trajforge.verifiers.signatures as signatures
+
+    assert not hasattr(signatures, "_RECENT")

@@ -10,7 +10,7 @@ many times per task.
 from __future__ import annotations
 
 import random
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -30,6 +30,8 @@ OrderStatus = Literal[
     "return requested",
     "exchange requested",
 ]
+#: The statuses as values, in declaration order: the one list the rules and claims read.
+ORDER_STATUSES: tuple[str, ...] = get_args(OrderStatus)
 PaymentSource = Literal["credit_card", "gift_card", "paypal"]
 
 

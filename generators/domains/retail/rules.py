@@ -8,6 +8,7 @@ at a time; transfer only when nothing else is allowed.
 
 from __future__ import annotations
 
+from trajforge.generators.domains.retail.data_model import ORDER_STATUSES
 from trajforge.generators.policy_rules import ClaimTypes, PolicyRules, StatusRule
 
 _PENDING = StatusRule(object_arg="order_id", allowed=("pending",))
@@ -33,14 +34,7 @@ RETAIL_RULES = PolicyRules(
 RETAIL_CLAIMS = ClaimTypes(
     object_pattern=r"#W\d{7}",
     object_key="order_id",
-    statuses=(
-        "pending",
-        "processed",
-        "delivered",
-        "cancelled",
-        "return requested",
-        "exchange requested",
-    ),
+    statuses=ORDER_STATUSES,
     addresses=True,  # full and abbreviated street types, by the value grammar
     description_fields=("name",),  # "the Coffee Maker I returned" -> the order holding it
 )

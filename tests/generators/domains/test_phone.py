@@ -178,4 +178,7 @@ def test_user_tools_of_the_wrong_type_are_named():
         user_tools = {"set_airplane_mode": None}
 
     problems = domain_member_problems(Odd())
-    assert problems == ["user_tools must be UserTools or None (generators/user_tools.py), not dict"]
+    assert problems == [
+        "user_tools must be UserTools or None (generators/user_tools.py), not dict"
+        " (or leave it out for DomainOptions' default)"
+    ]

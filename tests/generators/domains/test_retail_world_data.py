@@ -51,3 +51,14 @@ def test_random_address_draws_as_before() -> None:
         assert random_address(ours) == reference_address(theirs)
         assert ours.random() == theirs.random()  # same number of draws
         assert address_data(random.Random(seed)) == random_address(random.Random(seed)).model_dump()
+
+
+def test_order_statuses_have_one_source():
+    """The state's `OrderStatus`, the claim checker's statuses and the world's status draw name
+    the same statuses, in the same order (`ORDER_STATUSES` is the one list)."""
+    from trajforge.generators.domains.retail.data_model import ORDER_STATUSES
+    from trajforge.generators.domains.retail.rules import RETAIL_CLAIMS
+    from trajforge.generators.domains.retail.world import ORDER_STATUS_WEIGHTS
+
+    assert RETAIL_CLAIMS.statuses == ORDER_STATUSES
+    assert tuple(s for s, _ in ORDER_STATUS_WEIGHTS) == ORDER_STATUSES

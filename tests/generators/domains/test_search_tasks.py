@@ -23,7 +23,7 @@ from trajforge.generators.rollout import run_rollout
 from trajforge.generators.task_verification import verify_task
 from trajforge.generators.user import ScriptedUser
 from trajforge.schemas import Message, Provenance, StepRecord, ToolCall
-from trajforge.verifiers.outcome import rejection_reason, verify_outcome
+from trajforge.verifiers.outcome import judge_outcome, verify_outcome
 from trajforge.verifiers.signatures import check_answer_before_evidence
 
 #: Words a searcher may always use: relation and attribute vocabulary, never a fact.
@@ -117,9 +117,9 @@ def _without_steps(trajectory, keep):
 
 def test_right_answer_without_opening_the_evidence_is_rejected(task, domain):
     guessed = _without_steps(_oracle(task, domain), lambda s: s.call.name == "answer")
-    result = verify_outcome(guessed, domain)
+    result, reason = judge_outcome(guessed, domain)
     assert result.state_match and not result.passed
-    assert rejection_reason(result) == "evidence_not_covered"
+    assert reason == "evidence_not_covered"
 
 
 def test_wrong_answer_is_a_state_mismatch(task, domain):
@@ -133,7 +133,7 @@ def test_wrong_answer_is_a_state_mismatch(task, domain):
             "messages": (*swapped.messages, Message(role="assistant", tool_calls=(wrong,))),
         }
     )
-    assert rejection_reason(verify_outcome(swapped, domain)) == "state_mismatch"
+    assert judge_outcome(swapped, domain).rejection == "state_mismatch"
 
 
 def _steps_trajectory(task, domain, calls):

@@ -1,6 +1,6 @@
 """Open a report in headless Chromium: no console messages, a non-blank screenshot.
 
-    python -m trajforge.pipelines.report_check runs/quickstart/report.html
+    python -m trajforge.pipelines.finished.report_check runs/quickstart/report.html
 
 The report has no scripts and loads nothing, so any console message (a failed resource, a
 parse error) is a defect. Name resolution is disabled, so a page that needed the network
@@ -43,6 +43,8 @@ def browser() -> str | None:
 
 
 def screenshot_stats(png: str) -> tuple[float, int]:
+    # Here, not at the top: Pillow is not a declared dependency (a transitive one of the
+    # dev tools); the HTML checks run without it, only the screenshot check needs it.
     import numpy as np
     from PIL import Image
 
@@ -104,7 +106,10 @@ def _run_browser(argv: list[str], timeout_s: int) -> subprocess.CompletedProcess
 def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
     if len(args) != 1:
-        print("usage: python -m trajforge.pipelines.report_check REPORT.html", file=sys.stderr)
+        print(
+            "usage: python -m trajforge.pipelines.finished.report_check REPORT.html",
+            file=sys.stderr,
+        )
         return 2
     try:
         result = check_report(args[0])

@@ -1,6 +1,6 @@
 """`trajforge report`: one self-contained HTML file about a run (written by every build too).
 
-Plots are static SVG (pipelines/report_svg.py), inlined in the page: nothing is fetched at view time, no
+Plots are static SVG (pipelines/finished/report_svg.py), inlined in the page: nothing is fetched at view time, no
 script runs, so the page opens offline and in any browser. Sections: rejection waterfall per
 stage and reason, turns and tool calls per trajectory, tool usage, judge score distributions,
 persona-trait and task-type coverage, diversity, tokens and cost, and a browsable sample of kept
@@ -14,9 +14,9 @@ import json
 from collections import Counter
 from typing import Any, get_args
 
-from trajforge.pipelines import io
-from trajforge.pipelines import report_svg as svg
-from trajforge.pipelines.browse import Sample, kept, kept_samples, rejected_samples
+from trajforge.pipelines import io, ownership
+from trajforge.pipelines.finished import report_svg as svg
+from trajforge.pipelines.finished.browse import Sample, kept, kept_samples, rejected_samples
 from trajforge.schemas import Stage
 
 REPORT_FILE = io.REPORT_FILE
@@ -168,6 +168,4 @@ def render_report(run_dir: str) -> str:
 
 def write_report(run_dir: str) -> str:
     """report.html, written as the run's own file (recorded, renamed into place)."""
-    from trajforge.pipelines import ownership
-
     return ownership.write_text(run_dir, REPORT_FILE, render_report(run_dir))

@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 from huggingface_hub.repocard_data import DatasetCardData
 
 from trajforge.pipelines import io, shards, views
+from trajforge.pipelines.split_figures import token_summary
 
-COMMON_MAX_LENGTHS = (1024, 2048)
 SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"))
 COLUMN_DOCS = {
     "messages": "chat turns, each only with its own keys (role, content, tool_calls with "
@@ -75,20 +75,14 @@ def size_category(rows: int) -> str:
 
 
 def token_stats(run_dir: str, on_disk: dict[str, dict[str, list[str]]]) -> dict[str, Any] | None:
+    """The messages view's token summary, read from its shards (a build passes the one its
+    pipeline gathered instead: `dataset_card(..., tokens=...)`)."""
     files = [f for fs in on_disk.get("messages", {}).values() for f in fs]
     # io.iter_parquet, not pq.read_table: read_table imports pyarrow.dataset, and with it pandas
     tokens = [
         r["num_tokens"] for f in files for r in io.iter_parquet(io.join(run_dir, f), ["num_tokens"])
     ]
-    if not tokens:
-        return None
-    over = {str(m): sum(t > m for t in tokens) for m in COMMON_MAX_LENGTHS}
-    return {
-        "rows": len(tokens),
-        "max": max(tokens),
-        "mean": sum(tokens) / len(tokens),
-        "over": over,
-    }
+    return token_summary(tokens)
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> str:
@@ -148,9 +142,43 @@ def with_repo_id(card: str, repo_id: str) -> str:
 
 
 def _body(manifest: dict[str, Any], run_dir: str, on_disk: dict, tokens: dict | None) -> str:
-    cfg, out = manifest["config"], manifest["outputs"]
+    sections = [
+        *_intro(manifest),
+        _splits_section(manifest),
+        "## Usage\n\n" + _usage(PLACEHOLDER_REPO_ID),
+        "## Schema\n\n" + _schema_section(run_dir, on_disk),
+        _recipe(manifest),
+        _filters_section(manifest),
+        _diversity(manifest),
+        _difficulty(manifest),
+        _gap(manifest),
+        _limitations(tokens),
+    ]
+    return "\n\n".join(s for s in sections if s)
+
+
+def _intro(manifest: dict[str, Any]) -> list[str]:
+    """The title, what every kept row passed, and the empty-dataset note."""
+    cfg = manifest["config"]
+    judges = (
+        "an LLM judge (" + manifest["models"]["judge"]["model"] + ")"
+        if cfg["quality"]["judge"]["enabled"]
+        else "no LLM judge (disabled)"
+    )
+    return [
+        f"# {cfg['name']}",
+        f"Tool-use agent trajectories built by trajforge: {_domains_text(cfg)}, mode "
+        f"`{cfg['mode']}`. Every kept row passed the programmatic outcome verifier (its tool "
+        f"calls replay to the gold final-state hash and it communicated the expected outputs), "
+        f"the shortcut filters and dedup; it was scored by {judges}.",
+        EMPTY_NOTE if manifest["outputs"]["kept"] == 0 else "",
+    ]
+
+
+def _splits_section(manifest: dict[str, Any]) -> str:
+    cfg = manifest["config"]
     wanted = cfg["output"]["splits"]
-    written = out["splits"]
+    written = manifest["outputs"]["splits"]
     names = [
         *written,
         *(s for s in ("train", "validation", "golden") if wanted[s] and s not in written),
@@ -165,54 +193,42 @@ def _body(manifest: dict[str, Any], run_dir: str, on_disk: dict, tokens: dict | 
         for s in names
     ]
     balance = manifest.get("splits", {}).get("balance") or {}
-    filters = [
-        [stage, reason, n]
-        for stage, reasons in sorted(out["rejected_by_stage"].items())
-        for reason, n in sorted(reasons.items())
-    ]
-    judges = (
-        "an LLM judge (" + manifest["models"]["judge"]["model"] + ")"
-        if cfg["quality"]["judge"]["enabled"]
-        else "no LLM judge (disabled)"
-    )
-    sections = [
-        f"# {cfg['name']}",
-        f"Tool-use agent trajectories built by trajforge: {_domains_text(cfg)}, mode "
-        f"`{cfg['mode']}`. Every kept row passed the programmatic outcome verifier (its tool "
-        f"calls replay to the gold final-state hash and it communicated the expected outputs), "
-        f"the shortcut filters and dedup; it was scored by {judges}.",
-        EMPTY_NOTE if out["kept"] == 0 else "",
+    return (
         "## Splits\n\n"
         + _table(["split", "rows", "shards", "configured fraction"], split_rows)
         + (f"\n\n**Note:** {balance['note']}" if balance.get("far") else "")
         + "\n\nSplits are assigned by leakage cluster (task, template, configured shared "
         "entities, near-duplicates); `golden` is frozen by the split seed "
         f"({cfg['output']['splits']['seed']}). Leakage report (must be all zero): "
-        f"`{json.dumps(manifest.get('splits', {}).get('leakage', {}), sort_keys=True)}`.",
-        "## Usage\n\n" + _usage(PLACEHOLDER_REPO_ID),
-        "## Schema\n\n" + _schema_section(run_dir, on_disk),
-        "## Recipe\n\n"
-        + _table(
-            ["item", "value"],
-            [
-                ["config hash", f"`{manifest['config_hash']}`"],
-                ["models", f"`{json.dumps(manifest['models'], sort_keys=True)}`"],
-                ["seed", cfg["seed"]],
-                ["tasks", manifest["inputs"]],
-                ["versions", f"`{json.dumps(manifest['versions'], sort_keys=True)}`"],
-            ],
-        ),
+        f"`{json.dumps(manifest.get('splits', {}).get('leakage', {}), sort_keys=True)}`."
+    )
+
+
+def _recipe(manifest: dict[str, Any]) -> str:
+    return "## Recipe\n\n" + _table(
+        ["item", "value"],
+        [
+            ["config hash", f"`{manifest['config_hash']}`"],
+            ["models", f"`{json.dumps(manifest['models'], sort_keys=True)}`"],
+            ["seed", manifest["config"]["seed"]],
+            ["tasks", manifest["inputs"]],
+            ["versions", f"`{json.dumps(manifest['versions'], sort_keys=True)}`"],
+        ],
+    )
+
+
+def _filters_section(manifest: dict[str, Any]) -> str:
+    out = manifest["outputs"]
+    filters = [
+        [stage, reason, n]
+        for stage, reasons in sorted(out["rejected_by_stage"].items())
+        for reason, n in sorted(reasons.items())
+    ]
+    return (
         "## Filters\n\n" + f"Inputs {manifest['inputs']}: kept {out['kept']}, rejected "
         f"{out['rejected']}, dead-lettered {out['dead_lettered']}.\n\n"
-        + (
-            _table(["stage", "reason", "rejected"], filters) if filters else "Nothing was rejected."
-        ),
-        _diversity(manifest),
-        _difficulty(manifest),
-        _gap(manifest),
-        _limitations(tokens),
-    ]
-    return "\n\n".join(s for s in sections if s)
+        + (_table(["stage", "reason", "rejected"], filters) if filters else "Nothing was rejected.")
+    )
 
 
 def _diversity(manifest: dict[str, Any]) -> str:
@@ -304,7 +320,15 @@ def card_text(data: DatasetCardData, body: str) -> str:
     return f"---\n{data.to_yaml()}\n---\n\n{body}"
 
 
-def dataset_card(run_dir: str, manifest: dict[str, Any]) -> str:
+#: `dataset_card`'s default: read the token counts from the messages view's shards.
+READ_FROM_SHARDS = "read from shards"
+
+
+def dataset_card(
+    run_dir: str, manifest: dict[str, Any], tokens: dict[str, Any] | None | str = READ_FROM_SHARDS
+) -> str:
+    """The card's text; `tokens`: the messages view's token summary when the caller has it
+    (`split_figures.token_summary`; None: no such rows)."""
     on_disk = outputs_on_disk(run_dir)
     cfg = manifest["config"]
     card_cfg = cfg["output"]["card"]
@@ -317,7 +341,8 @@ def dataset_card(run_dir: str, manifest: dict[str, Any]) -> str:
         tags=["trajforge", "tool-use", "agents", "synthetic"],
         configs=hub_configs(on_disk),
     )
-    tokens = token_stats(run_dir, on_disk)
+    if tokens == READ_FROM_SHARDS:
+        tokens = token_stats(run_dir, on_disk)
     body = _body(manifest, run_dir, on_disk, tokens)
     return card_text(data, body)
 

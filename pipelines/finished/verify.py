@@ -19,8 +19,10 @@ from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
 
+from trajforge.generators.llm.concurrency import run_all
 from trajforge.generators.run_domains import RunDomains
 from trajforge.pipelines.config import BuildConfig
+from trajforge.pipelines.io import iter_parquet
 from trajforge.pipelines.resources import StageResources
 from trajforge.schemas import Trajectory, derive_seed
 from trajforge.verifiers.filters import DEFAULT_FILTERS, build_filters
@@ -35,8 +37,6 @@ JUDGE_BATCH = 512
 def read_trajectories(source: str) -> Iterator[Trajectory]:
     """Trajectories from a JSONL file or a run directory's data shards, in a stable order."""
     if os.path.isdir(source):
-        from trajforge.pipelines.io import iter_parquet
-
         shards = sorted(glob.glob(os.path.join(source, "data", "*.parquet")))
         if not shards:
             raise FileNotFoundError(f"{source} has no data/*.parquet (is it a finished run?)")
@@ -86,8 +86,6 @@ class _Checker:
     def _judge(self, batch: list[Trajectory]) -> list[Trajectory]:
         """Each trajectory with the judge's judgement appended (same seed as a build's judge
         stage, so a build's cached judgements replay)."""
-        from trajforge.generators.llm.concurrency import run_all
-
         res = self.resources
         assert res is not None and res.roles is not None and self.config is not None
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 
 from huggingface_hub import CommitOperationAdd, HfApi
+from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
 from trajforge.pipelines import io
-from trajforge.pipelines.card import outputs_on_disk, with_repo_id
+from trajforge.pipelines.finished.card import outputs_on_disk, with_repo_id
 
 TOKEN_ENV = "HF_TOKEN"
 
@@ -24,7 +25,7 @@ class PublishError(RuntimeError):
 
 def files_to_upload(run_dir: str) -> list[str]:
     """Paths relative to the run directory, in upload order (card first)."""
-    if not io.FileSystems.exists(io.join(run_dir, io.SUCCESS_MARKER)):
+    if not io.exists(io.join(run_dir, io.SUCCESS_MARKER)):
         raise PublishError(
             f"{run_dir} is not a finished run (no {io.SUCCESS_MARKER}); build it first"
         )
@@ -76,8 +77,6 @@ def _first_line(err: BaseException) -> str:
 def hub_failure(err: BaseException, repo_id: str) -> str:
     """One line: what went wrong talking to the Hub and what to do (no traceback: the client's
     exceptions ran to 72 lines for a machine without a network)."""
-    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
-
     endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
     if isinstance(err, OfflineModeIsEnabled):
         return "the Hub client is in offline mode (HF_HUB_OFFLINE is set); unset it to publish"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 import textwrap
 
-from trajforge.pipelines.browse import Sample, kept_samples, rejected_samples
+from trajforge.pipelines.finished.browse import Sample, kept_samples, rejected_samples
 
 COLOURS = {
     "system": "90",

@@ -9,11 +9,20 @@ and reports accuracy, precision, recall and Cohen's kappa of the judge's task_su
 from __future__ import annotations
 
 import json
+import sys
+import time
 from collections.abc import Iterator
 
-from trajforge.pipelines import io
+from tqdm import tqdm
+
+from trajforge.generators.llm.concurrency import InFlight
+from trajforge.generators.run_domains import RunDomains
+from trajforge.pipelines import io, ownership
+from trajforge.pipelines.builders import build_judge
 from trajforge.pipelines.config import BuildConfig
+from trajforge.pipelines.resources import shared_role_clients
 from trajforge.schemas import Trajectory, derive_seed
+from trajforge.verifiers.calibration import calibrate
 
 
 def run_trajectories(run_dir: str, limit: int | None = None) -> Iterator[Trajectory]:
@@ -40,12 +49,6 @@ def judge_with_progress(works: list, max_in_flight: int, show: bool = True) -> l
 
     Why: with the embedded CPU model a calibration takes tens of minutes; a silent command
     looks hung. Results come back in input order (errors re-raised), like `run_all`."""
-    import sys
-
-    from tqdm import tqdm
-
-    from trajforge.generators.llm.concurrency import InFlight
-
     in_flight: InFlight = InFlight(max_in_flight)
     results: dict[int, object] = {}
     with tqdm(
@@ -67,8 +70,6 @@ def judge_with_progress(works: list, max_in_flight: int, show: bool = True) -> l
 
 def _next_batch(in_flight) -> list:
     """Wait briefly for the next finished units (so the bar moves while the rest run)."""
-    import time
-
     done = in_flight.ready()
     while not done and in_flight.outstanding:
         time.sleep(0.05)
@@ -77,13 +78,6 @@ def _next_batch(in_flight) -> list:
 
 
 def calibrate_run(run_dir: str, limit: int | None = None, show_progress: bool = True) -> dict:
-    import sys
-
-    from trajforge.generators.run_domains import RunDomains
-    from trajforge.pipelines.builders import build_judge
-    from trajforge.pipelines.resources import shared_role_clients
-    from trajforge.verifiers.calibration import calibrate
-
     config = BuildConfig.model_validate(json.loads(io.read_text(io.join(run_dir, "config.json"))))
     clients = shared_role_clients(config, run_dir)
     settings = config.quality.judge.settings
@@ -114,7 +108,6 @@ def calibrate_run(run_dir: str, limit: int | None = None, show_progress: bool = 
     report["ungradeable"] = sum(
         1 for t in results if t.judgements and t.judgements[-1].status == "ungradeable"
     )
-    from trajforge.pipelines import ownership
 
     ownership.write_text(run_dir, "calibration.json", json.dumps(report, indent=2))
     return report

@@ -1,0 +1,91 @@
+"""The per-split figures (gap table, pass rate by split, the card's token counts) are gathered
+in the pipeline: the launcher reads no shard for them, and they equal what reading the
+shards gives."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from trajforge.pipelines import build, io
+from trajforge.pipelines.config import BuildConfig
+from trajforge.pipelines.finished import card
+from trajforge.pipelines.manifest import Manifest
+from trajforge.pipelines.run_dir import prepare_run_dir
+from trajforge.pipelines.split_figures import gap_table, split_difficulty, token_summary
+
+CONFIG = {
+    "name": "figures",
+    "domain": "retail",
+    "num_tasks": 8,
+    "seed": 3,
+    "mode": "rollout",
+    "roles": {"agent": {"kind": "scripted", "responder": "blueprint"}},
+    "rollout": {"agent": "oracle", "user": "scripted", "attempts": 2},
+    "quality": {
+        "shortcut": {"no_tool_baseline": False},
+        "filters": [{"name": "agent_tool_calls"}, {"name": "loops"}, {"name": "policy"}],
+        "dedup": {"semantic": {"enabled": False}},
+    },
+    "output": {"splits": {"train": 0.5, "validation": 0.0, "golden": 0.5}},
+}
+
+
+def _rows(run_dir: str, output_dir: str, columns: list[str]) -> list[dict]:
+    return [
+        r
+        for split in io.SPLITS
+        for path in io.matching(io.join(run_dir, output_dir, f"{split}-*.parquet"))
+        for r in io.iter_parquet(path, columns)
+    ]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    run = str(tmp_path_factory.mktemp("figures") / "run")
+    cfg = BuildConfig.model_validate(CONFIG)
+    prepare_run_dir(run, cfg.config_hash(), resume=False, overwrite=False)
+    with pytest.MonkeyPatch.context() as mp:
+        # the launcher must not read the messages view back for the card's token counts
+        mp.setattr(card, "token_stats", lambda *a: pytest.fail("token counts re-read"))
+        result = build.run_build(cfg, run, ["--direct_num_workers=1"])
+    return run, result.manifest
+
+
+def test_the_gap_table_and_pass_rates_equal_the_shards(built):
+    run, manifest = built
+    rows = _rows(run, io.DATA_DIR, ["split", "num_turns", "num_tool_calls", "judge_scores_json"])
+    assert rows
+    for r in rows:
+        r["judge_scores"] = json.loads(r.pop("judge_scores_json"))
+    assert manifest["splits"]["gap"] == gap_table(rows)
+    rates = _rows(run, io.DATA_DIR, ["split", "task_id", "pass_rate"])
+    assert manifest["difficulty"]["by_split"] == split_difficulty(rates)
+    assert "figures" not in manifest["splits"]
+
+
+def test_the_card_token_counts_equal_the_messages_view(built):
+    run, manifest = built
+    tokens = [r["num_tokens"] for r in _rows(run, "views/messages", ["num_tokens"])]
+    summary = token_summary(tokens)
+    assert summary is not None and summary["rows"] == len(tokens)
+    card_text = io.read_text(io.join(run, "README.md"))
+    assert card_text == card.dataset_card(run, manifest, summary)
+    assert card_text == card.dataset_card(run, manifest)  # read from the shards: the same
+
+
+#: manifest.json's top-level keys, which the card, the report, `show` and data_value read.
+MANIFEST_KEYS = {
+    "name", "config", "config_hash", "versions", "models", "runner", "inputs", "outputs",
+    "accounting", "stage_counts", "filters", "tokens", "llm", "dedup_scale", "local_processes",
+    "splits", "diversity", "difficulty", "wall_time_s", "finished_at", "status", "failure",
+}  # fmt: skip
+
+
+def test_the_manifest_on_disk_is_the_typed_record_with_the_same_keys(built):
+    run, manifest = built
+    on_disk = json.loads(io.read_text(io.join(run, "manifest.json")))
+    assert on_disk == manifest and set(on_disk) == MANIFEST_KEYS
+    assert Manifest.model_validate(on_disk).to_dict() == on_disk
+    assert on_disk["accounting"]["holds"] and on_disk["status"] == "succeeded"
