@@ -184,7 +184,7 @@ def _body(manifest: dict[str, Any], run_dir: str, on_disk: dict, tokens: dict | 
         EMPTY_NOTE if out["kept"] == 0 else "",
         "## Splits\n\n"
         + _table(["split", "rows", "shards", "configured fraction"], split_rows)
-        + (f"\n\n**Note:** {balance['note']}" if balance.get("far") else "")
+        + (f"\n\n**Note:** {balance['note']}" if balance.get("note") else "")
         + "\n\nSplits are assigned by leakage cluster (task, template, configured shared "
         "entities, near-duplicates); `golden` is frozen by the split seed "
         f"({cfg['output']['splits']['seed']}). Leakage report (must be all zero): "

@@ -118,6 +118,11 @@ class SplitConfig(_Config):
     # report's `template_id`: `toy/deposit/c1`, `retail/cancel_order*`): every cluster holding
     # one is golden, whatever the fractions say (the other clusters are split by them).
     golden_templates: tuple[str, ...] = ()
+    # Golden ends at most one cluster past its ratio: the clusters the hash draws for golden
+    # are taken in hash order while golden is under it, the rest go to train (golden_templates
+    # are never capped). Off: the pure draw, frozen however the build grows (needed to compare
+    # golden results across build sizes; pipelines/splits.py).
+    cap_golden: bool = True
 
     @model_validator(mode="before")
     @classmethod

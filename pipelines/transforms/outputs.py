@@ -105,6 +105,7 @@ class WriteOutputs(beam.PTransform):
         self.fractions = out.splits.model_dump(include={"train", "validation", "golden"})
         self.seed = out.splits.seed
         self.golden_templates = out.splits.golden_templates
+        self.cap_golden = out.splits.cap_golden
         threshold = out.splits.near_dup_threshold
         self.near = None if threshold is None else config.quality.dedup.near
         self.near_threshold = threshold or 0.0
@@ -122,6 +123,7 @@ class WriteOutputs(beam.PTransform):
             self.train_shards,
             pairs,
             self.golden_templates,
+            self.cap_golden,
         )
 
     def expand(self, records):
