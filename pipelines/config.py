@@ -199,6 +199,9 @@ class ShortcutConfig(_Config):
     """The task-level no-tool baseline (trajectory filters are listed in `quality.filters`)."""
 
     no_tool_baseline: bool = True  # one LLM call per read-only task (write tasks cannot pass)
+    # Tokens the no-tool answer may take: enough to state a task's few expected values; a small
+    # CPU model decodes one token at a time for this single call, so the quickstart uses 64.
+    baseline_max_tokens: int = Field(default=256, ge=8, le=4096)
 
     @model_validator(mode="before")
     @classmethod
