@@ -122,8 +122,8 @@ class WriteOutputs(beam.PTransform):
             self.target_bytes,
             self.train_shards,
             pairs,
-            self.golden_templates,
-            self.cap_golden,
+            golden_templates=self.golden_templates,
+            cap_golden=self.cap_golden,
         )
 
     def expand(self, records):
