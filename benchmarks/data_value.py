@@ -278,7 +278,9 @@ def build_config(scale: Scale, num_tasks: int, mode: str = "blueprint", gate: bo
         "  splits:",
         f"    {{train: {1 - scale.golden_fraction:g}, validation: 0.0, "
         f"golden: {scale.golden_fraction:g}, group_by: [template, persona],",
-        f"     golden_templates: [{', '.join(scale.held_out)}]}}",
+        f"     golden_templates: [{', '.join(scale.held_out)}],",
+        # the golden build's golden must hold inside the bigger build's: the pure hash draw
+        "     cap_golden: false}",
     ]
     return "\n".join(lines) + "\n"
 

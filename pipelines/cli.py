@@ -251,7 +251,7 @@ def summary_table(manifest: dict) -> str:
     if plan:  # absent from manifests of earlier builds
         lines.append(f"{'local processes (' + plan['source'] + ')':<44}{plan['processes']:>8}")
     balance = manifest.get("splits", {}).get("balance") or {}
-    if balance.get("far"):  # absent from manifests of earlier builds
+    if balance.get("note"):  # absent from manifests of earlier builds
         lines.append(f"note: {balance['note']}")
     return "\n".join(lines)
 

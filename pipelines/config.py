@@ -120,6 +120,11 @@ class SplitConfig(_Config):
     # report's `template_id`: `toy/deposit/c1`, `retail/cancel_order*`): every cluster holding
     # one is golden, whatever the fractions say (the other clusters are split by them).
     golden_templates: tuple[str, ...] = ()
+    # Golden ends at most one cluster past its ratio: the clusters the hash draws for golden
+    # are taken in hash order while golden is under it, the rest go to train (golden_templates
+    # are never capped). Off: the pure draw, frozen however the build grows (needed to compare
+    # golden results across build sizes; pipelines/splits.py).
+    cap_golden: bool = True
 
     @model_validator(mode="before")
     @classmethod
@@ -196,6 +201,9 @@ class ShortcutConfig(_Config):
     """The task-level no-tool baseline (trajectory filters are listed in `quality.filters`)."""
 
     no_tool_baseline: bool = True  # one LLM call per read-only task (write tasks cannot pass)
+    # Tokens the no-tool answer may take: enough to state a task's few expected values; a small
+    # CPU model decodes one token at a time for this single call, so the quickstart uses 64.
+    baseline_max_tokens: int = Field(default=256, ge=8, le=4096)
 
     @model_validator(mode="before")
     @classmethod

@@ -9,10 +9,20 @@ build with the same seed puts the same templates/tasks in golden and results sta
 held-out task families): every cluster that holds one of them is golden.
 
 Whole clusters chosen by hash make a small build's split a coin toss per cluster (12 tasks at
-75/25 can give 5 train / 7 golden). Capping golden at its ratio would unfreeze it: a cluster
-capped out of a small build's golden would enter a bigger build's golden after training on it.
-So the split stays as drawn and `split_balance` reports a realised split far from the
-configured one, with its cause (the clusters' count and sizes), in the summary and the card.
+75/25 could give 5 train / 7 golden). So golden is capped (`output.splits.cap_golden`, on by
+default): the clusters the hash draws for golden are taken in the order of that hash, and only
+while golden still holds fewer rows than its ratio of the build, so golden never exceeds its
+ratio by more than one cluster. Clusters held out by `golden_templates` are always golden and
+take no part in the cap (their rows do count towards golden). A capped cluster goes to train.
+
+The cap keeps golden frozen as far as a cap can: the hash orders the clusters, so a build whose
+cap does not bind has every cluster the hash draws, i.e. every cluster of a smaller build's
+golden (same seed, same clusters). Where the cap binds, a cluster capped out of this build's
+golden may be drawn into a larger build's golden, after a model trained on it; the summary and
+the card say so, with the capped clusters' sizes. Comparing golden results across build sizes
+(benchmarks/data_value.py) needs `cap_golden: false`, which keeps the pure draw; and
+`split_balance` reports a realised split far from the configured one, with its cause (the
+clusters' count and sizes), in the summary and the card.
 
 Assignment needs every record's keys in one place (a few hundred bytes per record, no text):
 fine to millions of rows; it also ranks rows inside each split so shards are balanced to one row.
@@ -56,6 +66,7 @@ class SplitPlan(Record):
     shards: dict[str, dict[str, int]]  # output -> split -> number of shards
     near_dup_pairs: tuple[tuple[str, str], ...] = ()
     held_out: tuple[str, ...] = ()  # clusters golden by `golden_templates`
+    capped: tuple[str, ...] = ()  # clusters drawn for golden that the cap sent to train
 
     def shard_of(self, output: str, record_id: str) -> tuple[str, int, int]:
         split = self.split_of[record_id]
@@ -140,14 +151,44 @@ def clusters(items: Sequence[SplitKeys], pairs: Iterable[tuple[str, str]]) -> di
     return {item.id: smallest[uf.find(f"id:{item.id}")] for item in items}
 
 
+def cluster_bucket(cluster: str, seed: int) -> float:
+    """Where a cluster falls in [0, 1), by (seed, cluster) alone: it picks the split and orders
+    the golden candidates of the cap."""
+    return derive_seed(seed, "split", cluster) % 1_000_000 / 1_000_000
+
+
 def split_for_cluster(cluster: str, fractions: dict[str, float], seed: int) -> SplitName:
     """Golden first (frozen by seed and cluster), then validation, then train."""
-    bucket = derive_seed(seed, "split", cluster) % 1_000_000 / 1_000_000
+    bucket = cluster_bucket(cluster, seed)
     if bucket < fractions["golden"]:
         return "golden"
     if bucket < fractions["golden"] + fractions["validation"]:
         return "validation"
     return "train"
+
+
+def capped_golden(
+    drawn: dict[str, SplitName], sizes: dict[str, int], held: set[str], ratio: float, seed: int
+) -> list[str]:
+    """The clusters drawn for golden that the cap sends to train, in hash order.
+
+    Golden starts with the `held` clusters (`golden_templates`, never capped) and takes the
+    drawn ones in the order of their hash bucket while it holds fewer rows than `ratio` of all
+    rows: it ends at most one cluster past its ratio. The order is fixed by (seed, cluster), so
+    the clusters kept are the same first ones in every build where they exist."""
+    allowed = ratio * sum(sizes.values())
+    golden_rows = sum(sizes[c] for c in held)
+    candidates = sorted(
+        (c for c, split in drawn.items() if split == "golden" and c not in held),
+        key=lambda c: (cluster_bucket(c, seed), c),
+    )
+    capped = []
+    for cluster in candidates:
+        if golden_rows < allowed:
+            golden_rows += sizes[cluster]
+        else:
+            capped.append(cluster)
+    return capped
 
 
 def held_out_clusters(
@@ -181,10 +222,12 @@ def plan_splits(
     train_shards: int | None,
     pairs: Sequence[tuple[str, str]] | None = None,
     golden_templates: Sequence[str] = (),
+    cap_golden: bool = True,
 ) -> SplitPlan:
     """Assign every record a split (by cluster), a rank in it, and shard counts per output.
     Near-duplicate edges are `pairs` when given (the build finds them in bounded buckets, see
-    transforms/outputs.py), else they come from the items' signatures (`near`)."""
+    transforms/outputs.py), else they come from the items' signatures (`near`). With
+    `cap_golden`, golden ends at most one cluster past its ratio (`capped_golden`)."""
     items = sorted(items, key=lambda i: i.id)
     if pairs is not None:
         pairs = sorted({(min(a, b), max(a, b)) for a, b in pairs})
@@ -192,12 +235,15 @@ def plan_splits(
         pairs = near_dup_pairs(items, *near) if near else []
     cluster_of = clusters(items, pairs)
     held = held_out_clusters(items, cluster_of, golden_templates)
-    split_of: dict[str, SplitName] = {
-        i.id: "golden"
-        if cluster_of[i.id] in held
-        else split_for_cluster(cluster_of[i.id], fractions, seed)
-        for i in items
+    sizes: dict[str, int] = defaultdict(int)
+    for cluster in cluster_of.values():
+        sizes[cluster] += 1
+    drawn: dict[str, SplitName] = {
+        c: "golden" if c in held else split_for_cluster(c, fractions, seed) for c in sizes
     }
+    capped = capped_golden(drawn, sizes, held, fractions["golden"], seed) if cap_golden else []
+    drawn.update(dict.fromkeys(capped, "train"))
+    split_of: dict[str, SplitName] = {i.id: drawn[cluster_of[i.id]] for i in items}
     rank_of: dict[str, int] = {}
     counts: dict[str, int] = defaultdict(int)
     size: dict[tuple[str, str], int] = defaultdict(int)
@@ -224,6 +270,7 @@ def plan_splits(
         shards=shards,
         near_dup_pairs=tuple(pairs),
         held_out=tuple(sorted(held)),
+        capped=tuple(capped),
     )
 
 
@@ -240,13 +287,15 @@ class SplitBalance(Record):
     clusters: int
     largest_cluster: int
     held_out_rows: int = 0
+    capped_clusters: tuple[int, ...] = ()  # rows of each cluster the golden cap sent to train
     far: bool = False
-    note: str | None = None
+    note: str | None = None  # set when the split is far from its ratio or golden was capped
 
 
 def split_balance(plan: SplitPlan, fractions: dict[str, float]) -> SplitBalance:
     """How far the drawn split is from `fractions`; a `note` naming the cause when any split
-    is more than `SPLIT_TOLERANCE` off (whole clusters move together, chosen by hash)."""
+    is more than `SPLIT_TOLERANCE` off (whole clusters move together, chosen by hash) or when
+    the golden cap moved clusters to train."""
     total = len(plan.split_of)
     rows = {s: sum(1 for v in plan.split_of.values() if v == s) for s in SPLIT_NAMES}
     sizes: dict[str, int] = defaultdict(int)
@@ -264,26 +313,49 @@ def split_balance(plan: SplitPlan, fractions: dict[str, float]) -> SplitBalance:
         clusters=len(sizes),
         largest_cluster=max(sizes.values(), default=0),
         held_out_rows=held_rows,
+        capped_clusters=tuple(sizes[c] for c in plan.capped),
         far=far,
     )
-    return balance.model_copy(update={"note": _balance_note(balance)}) if far else balance
+    notes = [_balance_note(balance)] if far else []
+    if plan.capped:
+        notes.append(_cap_note(balance))
+    return balance.model_copy(update={"note": " ".join(notes)}) if notes else balance
+
+
+def _shown(b: SplitBalance) -> tuple[str, str, str]:
+    """(rows per split, configured fractions, split names) of the splits worth naming."""
+    shown = [s for s in SPLIT_NAMES if b.rows[s] or b.configured[s]]
+    got = " / ".join(f"{b.rows[s]} {s}" for s in shown)
+    want = "/".join(f"{b.configured[s]:g}" for s in shown)
+    return got, want, "/".join(shown)
 
 
 def _balance_note(b: SplitBalance) -> str:
     """One sentence for the summary and the card: what was configured, what came out, why."""
-    shown = [s for s in SPLIT_NAMES if b.rows[s] or b.configured[s]]
-    got = " / ".join(f"{b.rows[s]} {s}" for s in shown)
-    want = "/".join(f"{b.configured[s]:g}" for s in shown)
+    got, want, names = _shown(b)
     cause = (
         f"splits take whole leakage clusters, each drawn by hash, and these {sum(b.rows.values())}"
         f" rows form {b.clusters} clusters (largest {b.largest_cluster} rows)"
     )
     if b.held_out_rows:
         cause += f"; golden_templates hold out {b.held_out_rows} rows whatever the ratio"
+    frozen = "" if b.capped_clusters else "; golden stays frozen by output.splits.seed"
     return (
-        f"realised split {got} is far from the configured {want} ({'/'.join(shown)}): {cause}. "
+        f"realised split {got} is far from the configured {want} ({names}): {cause}. "
         "More tasks, or fewer cluster keys (output.splits.group_by, shared_entities), bring it "
-        "closer; golden stays frozen by output.splits.seed."
+        f"closer{frozen}."
+    )
+
+
+def _cap_note(b: SplitBalance) -> str:
+    """What the golden cap did, and what it costs (golden is frozen only where it did not)."""
+    n = len(b.capped_clusters)
+    sizes = ", ".join(str(size) for size in b.capped_clusters)
+    return (
+        f"Golden capped at {b.configured['golden']:g} of the rows plus one cluster: "
+        f"{n} cluster{'s' if n != 1 else ''} drawn for golden ({sizes} rows) went to train; "
+        "a larger build with this seed may draw them into golden, so compare golden results "
+        "across build sizes only without a cap (output.splits.cap_golden: false)."
     )
 
 

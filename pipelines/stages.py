@@ -268,7 +268,8 @@ async def no_tool_baseline_gate(res: StageResources, task: Task) -> Task:
     assert res.clients is not None
     seed = derive_seed(task.id, "baseline", 0)
     client, model = res.clients.baseline, res.clients.models["judge"]
-    answer = await no_tool_baseline(task, client, model, seed, vocabulary)
+    max_tokens = res.config.quality.shortcut.baseline_max_tokens
+    answer = await no_tool_baseline(task, client, model, seed, vocabulary, max_tokens)
     check_shortcut_prone(task, answer, vocabulary).raise_if_rejected()
     return task
 

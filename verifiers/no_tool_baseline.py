@@ -30,7 +30,11 @@ def is_read_only(task: Task, vocabulary: DomainVocabulary) -> bool:
 
 
 def baseline_request(
-    task: Task, model: str, seed: int, vocabulary: DomainVocabulary = GENERIC_VOCABULARY
+    task: Task,
+    model: str,
+    seed: int,
+    vocabulary: DomainVocabulary = GENERIC_VOCABULARY,
+    max_tokens: int = 256,
 ) -> ChatRequest:
     """The no-tool prompt: what the user would say, everything they know, and no tools."""
     known = "\n".join(f"- {k}: {v}" for k, v in sorted(task.scenario.known_info.items()))
@@ -43,7 +47,7 @@ def baseline_request(
             Message(role="system", content=_system(vocabulary)),
             Message(role="user", content=user),
         ),
-        sampling=SamplingParams(temperature=0.0, max_tokens=256),
+        sampling=SamplingParams(temperature=0.0, max_tokens=max_tokens),
         seed=seed,
     )
 
@@ -54,9 +58,10 @@ async def no_tool_baseline(
     model: str,
     seed: int,
     vocabulary: DomainVocabulary = GENERIC_VOCABULARY,
+    max_tokens: int = 256,
 ) -> str:
     """Ask `llm` to answer the task without tools; returns the answer text."""
-    response = await llm.complete(baseline_request(task, model, seed, vocabulary))
+    response = await llm.complete(baseline_request(task, model, seed, vocabulary, max_tokens))
     return response.message.content or ""
 
 

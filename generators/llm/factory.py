@@ -66,6 +66,13 @@ class LocalBackendConfig(_BackendConfig):
     # 1 by default: on 2 shared cores two threads spent 5-10x the CPU per token of one
     # (spinning), for a 135M model that gains little from a second (benchmarks/README.md).
     threads: int | None = Field(default=1, ge=1)
+    # Slices of a batch generated at once, each in its own thread on one torch thread: a second
+    # core used without the spinning of torch's intra-op threads (benchmarks/README.md,
+    # "Quickstart in three minutes"). 1: one generate per batch.
+    workers: int = Field(default=2, ge=1, le=64)
+    # Weights and activations: `auto` is bfloat16 where the CPU has native bfloat16 matrix
+    # units (about half the CPU of float32 per prompt token), float32 elsewhere.
+    dtype: Literal["auto", "float32", "bfloat16"] = "auto"
 
 
 class ScriptedBackendConfig(_BackendConfig):
@@ -160,6 +167,8 @@ def _build_backend(cfg: BackendConfig, stats: CallStats) -> Any:
             max_batch_size=cfg.max_batch_size,
             batch_window_s=cfg.batch_window_ms / 1000.0,
             threads=cfg.threads,
+            workers=cfg.workers,
+            dtype=cfg.dtype,
         )
     if isinstance(cfg, ScriptedBackendConfig):
         return ScriptedLLM(responder=RESPONDERS[cfg.responder], model=model_name(cfg))

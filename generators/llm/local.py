@@ -6,9 +6,12 @@ transformers once per process and shared by every `LocalLLM` (Beam DoFns call `l
 `setup()`). Nothing is downloaded at run time.
 
 Throughput comes from batching: concurrent `complete()` calls queue up, a micro-batcher takes
-up to `max_batch_size` of them that arrive within a few milliseconds, and one left-padded
-`generate` runs them together in a worker thread so the event loop keeps serving other
-rollouts. Output is deterministic: greedy at temperature 0, and at temperature > 0 each row
+up to `max_batch_size` of them that arrive within a few milliseconds, and left-padded
+`generate`s run them in worker threads so the event loop keeps serving other rollouts. Almost
+all of the CPU goes to encoding the prompts (a few hundred tokens each, against tens
+generated), so a batch is sorted by prompt length (little padding) and cut into `workers`
+slices that generate at once, each on its own core with one torch thread; and the weights run
+in bfloat16 where the CPU has native bfloat16 matrix units (`dtype: auto`). Output is deterministic: greedy at temperature 0, and at temperature > 0 each row
 samples from its own `torch.Generator` seeded by `request.seed`, so a reply does not depend on
 which other requests shared its batch. Tools are offered and parsed as text
 (`toolcall_text`), since the model has no native tool-calling API.
@@ -25,6 +28,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,7 +59,7 @@ class LoadedModel:
     generate_lock: threading.Lock
 
 
-_LOADED: dict[Path, LoadedModel] = {}  # the process-wide model cache the brief asks for
+_LOADED: dict[tuple[Path, str], LoadedModel] = {}  # the process-wide model cache (file, dtype)
 _LOAD_LOCK = threading.Lock()
 
 
@@ -67,29 +71,52 @@ def default_model_dir() -> Path:
     return Path(spec.submodule_search_locations[0])
 
 
-def load_model(model_dir: Path, gguf_file: str) -> LoadedModel:
-    """The model for this GGUF file, loaded at most once per process (thread-safe)."""
+def native_bfloat16() -> bool:
+    """Whether this CPU multiplies bfloat16 natively (AVX512-BF16 or AMX, through oneDNN):
+    there a bfloat16 prompt encoding costs about half the CPU of float32 (benchmarks/README.md,
+    "Quickstart in three minutes"); elsewhere bfloat16 is emulated and slower."""
+    import torch  # lazy, measured start-up cost: torch ~1.1 s
+
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def resolve_dtype(dtype: str) -> str:
+    """`auto` -> `bfloat16` on a CPU with native bfloat16, else `float32`."""
+    if dtype == "auto":
+        return "bfloat16" if native_bfloat16() else "float32"
+    if dtype not in ("float32", "bfloat16"):
+        raise LLMError(f"local backend dtype must be auto, float32 or bfloat16, got {dtype!r}")
+    return dtype
+
+
+def load_model(model_dir: Path, gguf_file: str, dtype: str = "float32") -> LoadedModel:
+    """The model for this GGUF file in `dtype`, loaded at most once per process (thread-safe)."""
     path = (model_dir / gguf_file).resolve()
     with _LOAD_LOCK:
-        loaded = _LOADED.get(path)
+        loaded = _LOADED.get((path, dtype))
         if loaded is None:
             if not path.is_file():
                 raise LLMError(f"local backend: no model file at {path}; {MISSING_PACKAGE_MESSAGE}")
-            loaded = _load_uncached(model_dir, gguf_file)
-            _LOADED[path] = loaded
+            loaded = _load_uncached(model_dir, gguf_file, dtype)
+            _LOADED[path, dtype] = loaded
         return loaded
 
 
-def _load_uncached(model_dir: Path, gguf_file: str) -> LoadedModel:
+def _load_uncached(model_dir: Path, gguf_file: str, dtype: str) -> LoadedModel:
     # lazy, measured start-up cost: torch ~1.1 s, transformers ~540 ms
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     with _quiet_progress_bars():
         tokenizer = AutoTokenizer.from_pretrained(model_dir, gguf_file=gguf_file)
+        # Loaded (dequantized) in float32, then cast: asked for bfloat16, the GGUF loader warns
+        # that its packed kernels compute in float32, which is not the path this model takes.
         model = AutoModelForCausalLM.from_pretrained(
             model_dir, gguf_file=gguf_file, dtype=torch.float32
-        )
+        ).to(getattr(torch, dtype))
     model.eval()
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
@@ -248,11 +275,15 @@ def _top_p_filter(probs: Any, top_p: float) -> Any:
     return filtered / filtered.sum()
 
 
-def generate_batch(loaded: LoadedModel, model_name: str, requests: Sequence[ChatRequest]):
-    """One left-padded `generate` over requests sharing sampling params (blocking)."""
-    # lazy, measured start-up cost: torch ~1.1 s, transformers ~540 ms
-    import torch
-    from transformers import LogitsProcessorList
+def generate_batch(
+    loaded: LoadedModel, model_name: str, requests: Sequence[ChatRequest], workers: int = 1
+) -> list[ChatResponse]:
+    """Requests sharing sampling params, answered in order (blocking): sorted by prompt length,
+    cut into at most `workers` slices of similar cost, each one left-padded `generate`, the
+    slices at once in threads (torch releases the GIL in its kernels)."""
+    # lazy, measured start-up cost: transformers ~540 ms (imported once here, not by each
+    # slice's thread)
+    import transformers  # noqa: F401
 
     tokenizer = loaded.tokenizer
     prompts = [
@@ -261,33 +292,76 @@ def generate_batch(loaded: LoadedModel, model_name: str, requests: Sequence[Chat
         )
         for r in requests
     ]
-    encoded = tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
-    max_new = max(r.sampling.max_tokens for r in requests)
-    sampled = any(r.sampling.temperature > 0 for r in requests)
+    lengths = [len(ids) for ids in tokenizer(prompts, add_special_tokens=False)["input_ids"]]
+    slices = length_slices(lengths, workers)
     started = time.perf_counter()
-    with loaded.generate_lock, torch.inference_mode():
+    with loaded.generate_lock:
+        if len(slices) == 1:
+            answered = [_generate_slice(loaded, prompts, requests, slices[0])]
+        else:
+            with ThreadPoolExecutor(len(slices), thread_name_prefix="local-llm") as pool:
+                answered = list(
+                    pool.map(lambda rows: _generate_slice(loaded, prompts, requests, rows), slices)
+                )
+    latency = (time.perf_counter() - started) / len(requests)
+    out: dict[int, tuple[list[int], int]] = {}
+    for rows, generated in zip(slices, answered, strict=True):
+        out.update(zip(rows, generated, strict=True))
+    return [
+        _response(tokenizer, model_name, request, *out[row], latency)
+        for row, request in enumerate(requests)
+    ]
+
+
+def length_slices(lengths: Sequence[int], workers: int) -> list[list[int]]:
+    """Row indices sorted by prompt length and cut into at most `workers` runs whose largest
+    padded size (rows x longest prompt) is as small as it can be: the slices then finish
+    together, and short prompts are not padded to long ones."""
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    if workers <= 1 or len(order) <= 1:
+        return [order]
+
+    def cut(limit: int) -> list[list[int]]:
+        runs: list[list[int]] = [[]]
+        for i in order:  # ascending lengths: a run's cost is its size x its last length
+            if runs[-1] and (len(runs[-1]) + 1) * lengths[i] > limit:
+                runs.append([])
+            runs[-1].append(i)
+        return runs
+
+    low, high = max(lengths), len(order) * max(lengths)
+    while low < high:  # the smallest limit that needs no more than `workers` runs
+        mid = (low + high) // 2
+        low, high = (low, mid) if len(cut(mid)) <= workers else (mid + 1, high)
+    return cut(low)
+
+
+def _generate_slice(
+    loaded: LoadedModel, prompts: Sequence[str], requests: Sequence[ChatRequest], rows: list[int]
+) -> list[tuple[list[int], int]]:
+    """(new tokens, prompt length) of each of `rows`, from one left-padded `generate`."""
+    # lazy, measured start-up cost: torch ~1.1 s, transformers ~540 ms
+    import torch
+    from transformers import LogitsProcessorList
+
+    tokenizer = loaded.tokenizer
+    chosen = [requests[i] for i in rows]
+    encoded = tokenizer(
+        [prompts[i] for i in rows], return_tensors="pt", padding=True, add_special_tokens=False
+    )
+    sampled = any(r.sampling.temperature > 0 for r in chosen)
+    with torch.inference_mode():
         output = loaded.model.generate(
             **encoded,
-            max_new_tokens=max_new,
+            max_new_tokens=max(r.sampling.max_tokens for r in chosen),
             do_sample=False,
-            logits_processor=LogitsProcessorList([_SeededSampler(requests)] if sampled else []),
+            logits_processor=LogitsProcessorList([_SeededSampler(chosen)] if sampled else []),
             pad_token_id=tokenizer.pad_token_id,
             eos_token_id=tokenizer.eos_token_id,
         )
-    latency = (time.perf_counter() - started) / len(requests)
-    prompt_width = encoded["input_ids"].shape[1]
+    width = encoded["input_ids"].shape[1]
     prompt_lengths = encoded["attention_mask"].sum(dim=1).tolist()
-    return [
-        _response(
-            tokenizer,
-            model_name,
-            request,
-            output[row, prompt_width:].tolist(),
-            int(prompt_lengths[row]),
-            latency,
-        )  # fmt: skip
-        for row, request in enumerate(requests)
-    ]
+    return [(output[k, width:].tolist(), int(prompt_lengths[k])) for k in range(len(rows))]
 
 
 def _response(
@@ -341,6 +415,8 @@ class LocalLLM:
         device: str = "cpu",
         batch_window_s: float = 0.005,
         threads: int | None = None,
+        workers: int = 1,
+        dtype: str = "float32",
     ):
         if device != "cpu":
             raise LLMError(f"local backend runs on CPU only, got device={device!r}")
@@ -350,6 +426,8 @@ class LocalLLM:
         self.max_batch_size = max_batch_size
         self.batch_window_s = batch_window_s
         self.threads = threads
+        self.workers = workers
+        self.dtype = dtype  # `auto` is resolved where the model loads (the worker's CPU)
         self._batcher: MicroBatcher | None = None
 
     def load(self) -> LoadedModel:
@@ -363,11 +441,11 @@ class LocalLLM:
             if torch.get_num_threads() != self.threads:
                 torch.set_num_threads(self.threads)
         model_dir = self.model_dir if self.model_dir is not None else default_model_dir()
-        return load_model(model_dir, self.gguf_file)
+        return load_model(model_dir, self.gguf_file, resolve_dtype(self.dtype))
 
     def generate_now(self, requests: Sequence[ChatRequest]) -> list[ChatResponse]:
         """Blocking batched generation, without the batcher (for scripts and tests)."""
-        return generate_batch(self.load(), self.model, requests)
+        return generate_batch(self.load(), self.model, requests, self.workers)
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         if self._batcher is None:

@@ -196,7 +196,7 @@ def _splits_section(manifest: dict[str, Any]) -> str:
     return (
         "## Splits\n\n"
         + _table(["split", "rows", "shards", "configured fraction"], split_rows)
-        + (f"\n\n**Note:** {balance['note']}" if balance.get("far") else "")
+        + (f"\n\n**Note:** {balance['note']}" if balance.get("note") else "")
         + "\n\nSplits are assigned by leakage cluster (task, template, configured shared "
         "entities, near-duplicates); `golden` is frozen by the split seed "
         f"({cfg['output']['splits']['seed']}). Leakage report (must be all zero): "

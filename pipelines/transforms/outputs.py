@@ -116,6 +116,7 @@ class WriteOutputs(beam.PTransform):
         self.fractions = out.splits.model_dump(include={"train", "validation", "golden"})
         self.seed = out.splits.seed
         self.golden_templates = out.splits.golden_templates
+        self.cap_golden = out.splits.cap_golden
         threshold = out.splits.near_dup_threshold
         self.near = None if threshold is None else config.quality.dedup.near
         self.near_threshold = threshold or 0.0
@@ -132,7 +133,8 @@ class WriteOutputs(beam.PTransform):
             self.target_bytes,
             self.train_shards,
             pairs,
-            self.golden_templates,
+            golden_templates=self.golden_templates,
+            cap_golden=self.cap_golden,
         )
 
     def expand(self, records):

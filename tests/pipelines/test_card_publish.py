@@ -158,3 +158,17 @@ def test_a_far_split_is_noted_in_the_card_and_the_summary(built_run):
     manifest["splits"]["balance"].update(far=True, note=note)
     assert f"**Note:** {note}" in dataset_card(str(built_run), manifest)
     assert f"note: {note}" in summary_table(manifest)
+
+
+def test_a_capped_golden_is_noted_even_near_the_ratio(built_run):
+    """The cap's note (which clusters went to train) is shown though the split is not far."""
+    import json
+
+    from trajforge.pipelines.card import dataset_card
+    from trajforge.pipelines.cli import summary_table
+
+    manifest = json.loads((built_run / "manifest.json").read_text())
+    note = "Golden capped at 0.25 of the rows plus one cluster: 1 cluster drawn for golden"
+    manifest["splits"]["balance"].update(far=False, note=note, capped_clusters=[4])
+    assert f"**Note:** {note}" in dataset_card(str(built_run), manifest)
+    assert f"note: {note}" in summary_table(manifest)

@@ -1,5 +1,6 @@
 import asyncio
 import dataclasses
+from pathlib import Path
 
 from trajectory_builders import ORDER, Convo, cancel_convo, make_task
 
@@ -87,6 +88,20 @@ def test_no_tool_baseline_asks_without_tools():
     request = llm.requests[0]
     assert request.tools == () and request.seed == 3
     assert "#W1234567" in request.messages[1].content
+    assert request.sampling.max_tokens == 256  # quality.shortcut.baseline_max_tokens's default
+
+
+def test_the_no_tool_answer_is_as_long_as_configured():
+    """The quickstart stops the one baseline answer at 64 tokens (a CPU model decodes it one
+    token at a time; 256 cost 17 CPU-seconds of its build)."""
+    from trajforge.pipelines.config import load_config
+
+    llm = ScriptedLLM(replies=["It was delivered."])
+    task = make_task(task_types=("order_status",))
+    asyncio.run(no_tool_baseline(task, llm, "m", seed=3, max_tokens=64))
+    assert llm.requests[0].sampling.max_tokens == 64
+    quickstart = load_config(Path(__file__).resolve().parents[2] / "configs/quickstart.yaml")
+    assert quickstart.quality.shortcut.baseline_max_tokens == 64
 
 
 def test_read_only_task_types_are_the_domains():

@@ -163,3 +163,101 @@ def test_the_embedded_model_generates_on_one_torch_thread_by_default(monkeypatch
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
+
+
+class _FakeTokenizer:
+    """Characters as token ids; left padding with 0; `decode` spells the ids out."""
+
+    pad_token_id, eos_token_id = 0, 1
+
+    def apply_chat_template(self, messages, tokenize, add_generation_prompt):
+        return "".join(str(m["content"]) for m in messages)
+
+    def __call__(self, prompts, return_tensors=None, padding=False, add_special_tokens=True):
+        import torch
+
+        ids = [[2 + ord(c) % 50 for c in p] for p in prompts]
+        if return_tensors is None:
+            return {"input_ids": ids}
+        width = max(len(i) for i in ids)
+        return {
+            "input_ids": torch.tensor([[0] * (width - len(i)) + i for i in ids]),
+            "attention_mask": torch.tensor([[0] * (width - len(i)) + [1] * len(i) for i in ids]),
+        }
+
+    def decode(self, tokens, skip_special_tokens=True):
+        return " ".join(str(t) for t in tokens)
+
+
+class _FakeModel:
+    """Answers each row with its prompt length, then eos; meets `barrier` inside `generate`,
+    so two slices must be generating at the same time."""
+
+    def __init__(self, barrier=None):
+        self.barrier = barrier
+        self.widths: list[int] = []
+
+    def generate(self, input_ids, attention_mask, max_new_tokens, **_):
+        import torch
+
+        if self.barrier is not None:
+            self.barrier.wait()
+        self.widths.append(input_ids.shape[1])
+        lengths = attention_mask.sum(dim=1, keepdim=True)
+        return torch.cat([input_ids, lengths, torch.ones_like(lengths)], dim=1)
+
+
+def _loaded(model):
+    import threading
+
+    from trajforge.generators.llm.local import LoadedModel
+
+    return LoadedModel(tokenizer=_FakeTokenizer(), model=model, generate_lock=threading.Lock())
+
+
+def test_a_batch_is_cut_by_prompt_length_and_its_slices_generate_at_once():
+    """Two workers: the short prompts and the long ones are two slices (little padding),
+    generating at the same time on two threads; every answer comes back to its request."""
+    import threading
+
+    from trajforge.generators.llm.local import generate_batch
+
+    texts = ["a" * 40, "b" * 5, "c" * 41, "d" * 6, "e" * 39, "f" * 4]
+    model = _FakeModel(threading.Barrier(2, timeout=60))
+    replies = generate_batch(_loaded(model), "fake", [request(t) for t in texts], workers=2)
+    assert [r.message.content for r in replies] == [str(len(t)) for t in texts]
+    assert [r.usage.prompt_tokens for r in replies] == [len(t) for t in texts]
+    assert sorted(model.widths) == [6, 41]  # not 6 rows padded to 41
+    one = _FakeModel()
+    alone = generate_batch(_loaded(one), "fake", [request(t) for t in texts], workers=1)
+    assert [(r.message, r.usage) for r in alone] == [(r.message, r.usage) for r in replies]
+    assert one.widths == [41]
+
+
+def test_length_slices_balance_padded_size():
+    from trajforge.generators.llm.local import length_slices
+
+    assert length_slices([5, 3, 9], 1) == [[1, 0, 2]]
+    assert length_slices([7], 4) == [[0]]
+    lengths = [100, 100, 100, 100, 10, 10, 10, 10, 10, 10, 10, 10]
+    slices = length_slices(lengths, 2)
+    assert len(slices) == 2 and sorted(i for s in slices for i in s) == list(range(12))
+    cost = [len(s) * max(lengths[i] for i in s) for s in slices]
+    assert max(cost) <= 400  # the 4 long ones alone; 8 short ones cost 80
+    assert all(len(s) for s in length_slices([3, 3, 3], 8))  # never an empty slice
+
+
+def test_the_embedded_model_uses_two_workers_and_native_bfloat16_by_default(monkeypatch):
+    from trajforge.generators.llm import factory, local
+
+    cfg = factory.LocalBackendConfig()
+    assert cfg.workers == 2 and cfg.dtype == "auto"
+    client = factory._build_backend(cfg, factory.CallStats())
+    assert (client.workers, client.dtype) == (2, "auto")
+    monkeypatch.setattr(local, "native_bfloat16", lambda: True)
+    assert local.resolve_dtype("auto") == "bfloat16"
+    monkeypatch.setattr(local, "native_bfloat16", lambda: False)
+    assert local.resolve_dtype("auto") == "float32"
+    assert local.resolve_dtype("bfloat16") == "bfloat16"
+    with pytest.raises(LLMError, match="dtype"):
+        local.resolve_dtype("float16")
