@@ -634,6 +634,7 @@ class OPDResult(_Frozen):
     opd: Score
     more_sft: Score
     opd_kl: tuple[float, float]  # held-out reverse KL to the teacher, before -> after OPD
+    more_sft_kl: float  # the same held-out reverse KL of the student after more SFT
     more_sft_tokens: int
     opd_student_tokens: int
 
@@ -668,6 +669,9 @@ def run_opd(rec: Recorder, out: Path, scale: Scale, runs: Runs) -> OPDResult:
     more_job, more_dir = sft_job(out, "student-more", run, student, small, more_steps)
     rec.run_all([more_job])
     more = more_dir / "model"
+    kl_argv = (*opd_argv, "--kl-only")
+    kl_argv = tuple(more if a == str(student) else a for a in kl_argv)  # the SFT-continued one
+    (kl_stdout,) = rec.run_all([Job(name="kl student-more", argv=tuple(map(str, kl_argv)))])
     scores = evaluate(
         rec, out, "opd",
         {"teacher": teacher, "student": student, "student + OPD": opd_dir / "model",
@@ -682,6 +686,7 @@ def run_opd(rec: Recorder, out: Path, scale: Scale, runs: Runs) -> OPDResult:
             update={"tokens": trained_tokens(out / "sft" / "student-more")}
         ),
         opd_kl=kl,
+        more_sft_kl=_kl_only(kl_stdout),
         more_sft_tokens=trained_tokens(out / "sft" / "student-more"),
         opd_student_tokens=opd_tokens,
     )
@@ -693,6 +698,13 @@ def _opd_kl(stdout: str) -> tuple[float, float]:
             before, after = line.split("held-out reverse KL")[1].split("->")
             return float(before), float(after)
     return float("nan"), float("nan")
+
+
+def _kl_only(stdout: str) -> float:
+    for line in stdout.splitlines():
+        if line.startswith("held-out reverse KL"):
+            return float(line.split()[-1])
+    return float("nan")
 
 
 def _opd_student_tokens(opd_dir: Path) -> int:
@@ -805,11 +817,14 @@ def markdown(report: DataValueReport, command: str) -> str:
             "",
             "## OPD against SFT at equal student tokens",
             "",
-            f"Held-out reverse KL to the teacher during OPD: {o.opd_kl[0]:.4f} -> "
-            f"{o.opd_kl[1]:.4f}; student tokens: OPD {o.opd_student_tokens}, more SFT "
+            f"Held-out reverse KL to the teacher (the same held-out rollouts): student "
+            f"{o.opd_kl[0]:.4f}, after OPD {o.opd_kl[1]:.4f}, after more SFT "
+            f"{o.more_sft_kl:.4f}; student tokens: OPD {o.opd_student_tokens}, more SFT "
             f"{o.more_sft_tokens}.",
             "",
             *score_rows([o.teacher, o.student, o.opd, o.more_sft], k),
+            "",
+            *failure_rows([o.teacher, o.student, o.opd, o.more_sft]),
         ]
     out += ["", "| phase | wall s |", "|---|---|"]
     out += [

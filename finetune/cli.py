@@ -71,6 +71,12 @@ def _add_opd_parser(fsub: argparse._SubParsersAction) -> None:
         opd.add_argument(flag, type=kind, default=None, help=text)
     opd.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")
     opd.add_argument("--no-pass-k", action="store_true", help="skip pass^1 at evaluations")
+    opd.add_argument(
+        "--kl-only",
+        action="store_true",
+        help="print the student's held-out reverse KL to the teacher and stop: no training, "
+        "nothing written (compare a student trained another way)",
+    )
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -244,13 +250,16 @@ def cmd_opd(args: argparse.Namespace) -> int:
     # lazy, measured start-up cost: config ~120 ms, train ~1.6 s
     from trajforge.finetune.config import load_model_config
     from trajforge.finetune.opd.config import OPDConfig
-    from trajforge.finetune.opd.train import run_opd
+    from trajforge.finetune.opd.train import measure_heldout_kl, run_opd
 
     values = _flag_values(args, _OPD_FLAGS)
     values.update(student=args.student, teacher=args.teacher, output=args.output)
     values["resume"] = args.resume or None
     values["eval_pass_k"] = False if args.no_pass_k else None
     cfg = load_model_config(OPDConfig, values, args.config)
+    if args.kl_only:
+        print(f"held-out reverse KL {measure_heldout_kl(cfg):.4f}")
+        return 0
     result = run_opd(cfg)
     print(
         f"steps {result.steps}  held-out reverse KL {result.heldout_kl_before:.4f} -> "

@@ -393,12 +393,22 @@ def opd_domain(cfg: OPDConfig) -> Domain:
 
 def run_opd(cfg: OPDConfig) -> OPDResult:
     """Load models and tasks as configured and train (resumable with `resume=True`)."""
+    return opd_trainer(cfg).run()
 
+
+def measure_heldout_kl(cfg: OPDConfig) -> float:
+    """The student's held-out reverse KL to the teacher, without training: the value a run
+    logs before its first step (the same held-out rollouts), so a student trained some other
+    way (e.g. more SFT) can be compared with an OPD-trained one."""
+    return opd_trainer(cfg).heldout_kl()
+
+
+def opd_trainer(cfg: OPDConfig) -> OPDTrainer:
+    """Models, training tasks and held-out tasks loaded as configured, seeded."""
     torch.manual_seed(cfg.seed)
     domain = opd_domain(cfg)
     heldout, _ = held_out_tasks(
         EvalConfig(tasks=cfg.tasks, domain=cfg.domain, num_tasks=cfg.eval_tasks, seed=cfg.seed),
         domain,
     )
-    trainer = OPDTrainer(cfg, load_models(cfg), domain, training_tasks(cfg, domain), heldout)
-    return trainer.run()
+    return OPDTrainer(cfg, load_models(cfg), domain, training_tasks(cfg, domain), heldout)

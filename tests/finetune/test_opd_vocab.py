@@ -74,3 +74,22 @@ def test_a_teacher_narrower_than_the_tokenizer_is_refused(tmp_path):
     cfg = OPDConfig(student=student, teacher=teacher, output=str(tmp_path / "out"), **TINY)
     with pytest.raises(ValueError, match="teacher: its output layer has"):
         load_models(cfg)
+
+
+def test_kl_only_measures_what_a_run_logs_before_its_first_step_and_writes_nothing(
+    tmp_path, capsys
+):
+    """`finetune opd --kl-only`: how a student trained another way is compared with OPD's."""
+    from trajforge.pipelines.cli import main
+
+    student, teacher = save_pair(tmp_path)
+    flags = ["finetune", "opd", "--student", student, "--teacher", teacher, "--family",
+             "qwen2.5", "--domain", "toy", "--num-tasks", "1", "--steps", "1",
+             "--rollouts-per-step", "1", "--max-new-tokens", "4", "--max-turns", "2",
+             "--no-pass-k"]  # fmt: skip
+    assert main([*flags, "--output", str(tmp_path / "kl"), "--kl-only"]) == 0
+    measured = float(capsys.readouterr().out.split("held-out reverse KL")[1])
+    assert not (tmp_path / "kl").exists()
+    assert main([*flags, "--output", str(tmp_path / "run")]) == 0
+    before = float(capsys.readouterr().out.split("held-out reverse KL")[1].split("->")[0])
+    assert measured > 0 and measured == pytest.approx(before, abs=1e-4)
