@@ -67,8 +67,8 @@ bench: install bytecode
 # The data-value benchmark (benchmarks/data_value.py): build toy data with a template held out
 # whole, train a tiny model (tokenizer on the train split only) with `trajforge finetune sft`,
 # evaluate base, checkpoints and tuned with `trajforge eval` on every golden task (k = 3, 95%
-# intervals); the gate ablation (noisy teacher). OPD against more SFT is opt-in
-# (--parts main,opd). CPU, offline.
+# intervals); the gate ablation (noisy teacher); OPD against more SFT at equal student tokens.
+# CPU, offline; about 1.5 h on two loaded cores (benchmarks/README.md); --resume continues.
 data-value: install bytecode
 	$(PY) benchmarks/data_value.py --out runs/data-value
 

@@ -20,8 +20,13 @@ trajforge.finetune.tiny`, `trajforge finetune sft|opd`, `trajforge eval`), offli
    (rollout mode), built once with the default gate and once with the shortcut filters and
    policy rules off; the same model trained the same steps on each; held-out pass^1 and each
    policy rule's failure rate side by side;
-6. **OPD against SFT at equal student tokens** (`--parts main,opd`; opt-in: written, not yet
-   run end to end).
+6. **OPD against SFT at equal student tokens** (`--parts opd`): a larger SFT teacher and a
+   smaller, briefly SFT-trained student on the same training build; the student continued with
+   `trajforge finetune opd` and, separately, with more SFT for the same number of student
+   tokens; held-out pass^1 and held-out reverse KL to the teacher for both (`--kl-only`).
+
+`--resume` reuses the jobs an earlier run in OUT finished with the same command and inputs, in
+order, up to the first that must run (a stopped run continues where it stopped).
 
 Confidence intervals: Wilson (95%) for pass^1 over attempts, a percentile bootstrap over tasks
 for pass^k and pass@k (`trajforge.finetune.metrics`). Results: OUT/results.json (typed,
@@ -669,15 +674,15 @@ def run_opd(rec: Recorder, out: Path, scale: Scale, runs: Runs) -> OPDResult:
     more_job, more_dir = sft_job(out, "student-more", run, student, small, more_steps)
     rec.run_all([more_job])
     more = more_dir / "model"
-    kl_argv = (*opd_argv, "--kl-only")
-    kl_argv = tuple(more if a == str(student) else a for a in kl_argv)  # the SFT-continued one
-    (kl_stdout,) = rec.run_all([Job(name="kl student-more", argv=tuple(map(str, kl_argv)))])
     scores = evaluate(
         rec, out, "opd",
         {"teacher": teacher, "student": student, "student + OPD": opd_dir / "model",
          "student + SFT": more},
         runs.golden, scale,
     )  # fmt: skip
+    kl_argv = (*opd_argv, "--kl-only")
+    kl_argv = tuple(more if a == str(student) else a for a in kl_argv)  # the SFT-continued one
+    (kl_stdout,) = rec.run_all([Job(name="kl student-more", argv=tuple(map(str, kl_argv)))])
     return OPDResult(
         teacher=scores["teacher"],
         student=scores["student"],
@@ -895,8 +900,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--scale", choices=sorted(SCALES), default="full")
     parser.add_argument(
         "--parts",
-        default="main,ablation",
-        help="main[,ablation][,opd] (default main,ablation; the OPD part has not run end to end yet)",
+        default="main,ablation,opd",
+        help="main[,ablation][,opd] (default: all three)",
     )
     parser.add_argument("--parallel", type=int, default=2, help="processes side by side (2)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads a process (1)")
