@@ -16,7 +16,7 @@ import json
 
 import apache_beam as beam
 
-from trajforge.pipelines import io, shards, splits
+from trajforge.pipelines import io, packed_rows, shards, splits
 from trajforge.pipelines.config import BuildConfig, NearDupConfig
 from trajforge.pipelines.split_figures import FIGURES_KEY, row_figures, split_figures
 from trajforge.pipelines.transforms.dedup import NearDupPairs, dedup_item
@@ -168,23 +168,26 @@ class WriteOutputs(beam.PTransform):
 
 
 def _keyed_rows(record: DatasetRecord, outputs: tuple[str, ...], plan: splits.SplitPlan):
-    """Every output's rows of one record, keyed by the shard that holds them."""
+    """Every output's rows of one record, packed per output (`packed_rows` says why), keyed by
+    the shard that holds them."""
     assigned = {}  # split -> the record with its split and cluster (one copy per record)
     for output in outputs:
         split, shard, n = plan.shard_of(output, record.id)
         if split not in assigned:
             update = {"split": split, "cluster_id": plan.cluster_of[record.id]}
             assigned[split] = record.model_copy(update=update)
-        for row in shards.rows_of(output, assigned[split]):
-            yield (output, split, shard, n), row
+        yield (output, split, shard, n), packed_rows.pack(shards.rows_of(output, assigned[split]))
 
 
-def _write(group: tuple[tuple[str, str, int, int], list], run_dir: str, base: str) -> str:
+def _write(
+    group: tuple[tuple[str, str, int, int], list[tuple[int, bytes]]], run_dir: str, base: str
+) -> str:
     """One shard, into the run's staging folder `base` (renamed to `data/`, `views/` when the
     build ends, so no reader sees a split still being written); `base` "": straight into
     `data/` and `views/` (the transform used on its own, in tests)."""
-    (output, split, shard, n), rows = group
+    (output, split, shard, n), packed = group
     rel = shards.shard_rel(output, split, shard, n)
     rel = f"{base}/{rel}" if base else rel
-    shards.write_shard(rel, list(rows), shards.features_of(output), run_dir)
+    rows = [row for blob in packed for row in packed_rows.unpack(blob)]
+    shards.write_shard(rel, rows, shards.features_of(output), run_dir)
     return io.join(run_dir, rel)
