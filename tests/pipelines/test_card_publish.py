@@ -7,7 +7,7 @@ import pytest
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from trajforge.pipelines.cli import main
-from trajforge.pipelines.finished.card import size_category
+from trajforge.pipelines.finished.card import dataset_card, size_category
 from trajforge.pipelines.finished.publish import (
     PublishError,
     commit_operations,
@@ -150,8 +150,6 @@ def test_a_far_split_is_noted_in_the_card_and_the_summary(built_run):
     import json
 
     from trajforge.pipelines.cli import summary_table
-    from trajforge.pipelines.finished.card import dataset_card
-
     manifest = json.loads((built_run / "manifest.json").read_text())
     assert "balance" in manifest["splits"]
     note = "realised split 5 train / 7 golden is far from the configured 0.75/0.25"
@@ -164,7 +162,6 @@ def test_a_capped_golden_is_noted_even_near_the_ratio(built_run):
     """The cap's note (which clusters went to train) is shown though the split is not far."""
     import json
 
-    from trajforge.pipelines.card import dataset_card
     from trajforge.pipelines.cli import summary_table
 
     manifest = json.loads((built_run / "manifest.json").read_text())
