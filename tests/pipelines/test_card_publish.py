@@ -150,6 +150,7 @@ def test_a_far_split_is_noted_in_the_card_and_the_summary(built_run):
     import json
 
     from trajforge.pipelines.cli import summary_table
+
     manifest = json.loads((built_run / "manifest.json").read_text())
     assert "balance" in manifest["splits"]
     note = "realised split 5 train / 7 golden is far from the configured 0.75/0.25"
