@@ -612,24 +612,19 @@ def run_ablation(
     scores = evaluate(
         rec, out, "ablation", {"gate on": a / "model", "gate off": b / "model"}, golden_run, scale
     )
+    rows = {"gate on": len(split_rows(gated, "train")), "gate off": len(split_rows(open_, "train"))}
+    trained = {
+        label: scores[label].model_copy(
+            update={"tokens": trained_tokens(sft), "steps": scale.steps, "train_rows": rows[label]}
+        )
+        for label, sft in (("gate on", a), ("gate off", b))
+    }
     return AblationResult(
-        rows_gate=len(split_rows(gated, "train")),
-        rows_no_gate=len(split_rows(open_, "train")),
+        rows_gate=rows["gate on"],
+        rows_no_gate=rows["gate off"],
         gate_rejections=rejection_counts(gated),
-        gate=scores["gate on"].model_copy(
-            update={
-                "tokens": trained_tokens(a),
-                "steps": scale.steps,
-                "train_rows": len(split_rows(gated, "train")),
-            }
-        ),
-        no_gate=scores["gate off"].model_copy(
-            update={
-                "tokens": trained_tokens(b),
-                "steps": scale.steps,
-                "train_rows": len(split_rows(open_, "train")),
-            }
-        ),
+        gate=trained["gate on"],
+        no_gate=trained["gate off"],
     )
 
 
@@ -666,7 +661,7 @@ def run_opd(rec: Recorder, out: Path, scale: Scale, runs: Runs) -> OPDResult:
          str(scale.max_tokens), "--max-turns", str(scale.max_turns), "--learning-rate", "1e-4",
          "--seed", str(SEED), "--no-pass-k")  # fmt: skip
     (stdout,) = rec.run_all([Job(name="opd", argv=opd_argv, clears=(opd_dir,))])
-    kl = _opd_kl(stdout)
+    before, after = reported_kl(stdout) or (float("nan"), float("nan"))
     opd_tokens = _opd_student_tokens(opd_dir)
     more_steps = max(
         1, round(opd_tokens / max(1, trained_tokens_per_step(out / "sft" / "student")))
@@ -683,33 +678,26 @@ def run_opd(rec: Recorder, out: Path, scale: Scale, runs: Runs) -> OPDResult:
     kl_argv = (*opd_argv, "--kl-only")
     kl_argv = tuple(more if a == str(student) else a for a in kl_argv)  # the SFT-continued one
     (kl_stdout,) = rec.run_all([Job(name="kl student-more", argv=tuple(map(str, kl_argv)))])
+    more_tokens = trained_tokens(more_dir)
     return OPDResult(
         teacher=scores["teacher"],
         student=scores["student"],
         opd=scores["student + OPD"],
-        more_sft=scores["student + SFT"].model_copy(
-            update={"tokens": trained_tokens(out / "sft" / "student-more")}
-        ),
-        opd_kl=kl,
-        more_sft_kl=_kl_only(kl_stdout),
-        more_sft_tokens=trained_tokens(out / "sft" / "student-more"),
+        more_sft=scores["student + SFT"].model_copy(update={"tokens": more_tokens}),
+        opd_kl=(before, after),
+        more_sft_kl=(reported_kl(kl_stdout) or (float("nan"),))[0],
+        more_sft_tokens=more_tokens,
         opd_student_tokens=opd_tokens,
     )
 
 
-def _opd_kl(stdout: str) -> tuple[float, float]:
+def reported_kl(stdout: str) -> tuple[float, ...]:
+    """The values on `finetune opd`'s "held-out reverse KL" line: (before, after) for a run,
+    (value,) for `--kl-only`; () when there is no such line."""
     for line in stdout.splitlines():
         if "held-out reverse KL" in line:
-            before, after = line.split("held-out reverse KL")[1].split("->")
-            return float(before), float(after)
-    return float("nan"), float("nan")
-
-
-def _kl_only(stdout: str) -> float:
-    for line in stdout.splitlines():
-        if line.startswith("held-out reverse KL"):
-            return float(line.split()[-1])
-    return float("nan")
+            return tuple(float(v) for v in line.split("held-out reverse KL")[1].split("->"))
+    return ()
 
 
 def _opd_student_tokens(opd_dir: Path) -> int:
