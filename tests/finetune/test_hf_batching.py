@@ -7,6 +7,7 @@ import pytest
 
 from tests.finetune.conftest import TOOL, conversation, rendered_corpus
 from trajforge.finetune.families import get_family
+from trajforge.finetune.render import generation_prompt
 from trajforge.generators.llm.concurrency import run_all
 from trajforge.schemas import ChatRequest, Message, SamplingParams
 
@@ -84,3 +85,60 @@ def test_concurrent_completes_share_batches_and_match_the_unbatched_replies(chat
     assert sorted(sizes) == [3, 3]  # batched, capped at max_batch_size
     expected = [alone[i] for i in (0, 2, 3, 0, 2, 3)]
     assert all(_same(a, b) for a, b in zip(expected, replies, strict=True))
+
+
+@pytest.fixture(scope="module")
+def plain(chat):
+    """The same model without prefix reuse: every row encoded whole, as before it existed."""
+    from trajforge.finetune.hf_client import TransformersChat
+
+    return TransformersChat(
+        chat.model_dir, chat.family, device="cpu", max_batch_size=3, reuse_prefix=False
+    )
+
+
+def test_prefix_reuse_gives_the_replies_of_whole_prompts(chat, plain):
+    """Greedy and seeded-sampled rows are what the whole-prompt path generates, and the shared
+    system prefix was really served from one cache entry (not silently skipped)."""
+    sampled = [_request(t, temperature=1.0, seed=t) for t in (0, 2, 5)]
+    for requests in (GREEDY, sampled):
+        chat._prefix._caches.clear()
+        reused = chat.generate_batch(requests)
+        assert len(chat._prefix._caches) == 1
+        assert all(_same(a, b) for a, b in zip(plain.generate_batch(requests), reused, strict=True))
+
+
+def test_rows_with_other_system_prompts_are_generated_apart(chat, plain):
+    other = GREEDY[2].model_copy(
+        update={
+            "messages": (
+                Message(role="system", content="You answer billing questions, tersely. " * 4),
+                *GREEDY[2].messages[1:],
+            )
+        }
+    )
+    chat._prefix._caches.clear()
+    mixed = chat.generate_batch([GREEDY[0], other, GREEDY[3]])
+    assert len(chat._prefix._caches) == 2
+    reference = [plain.generate_now(r) for r in (GREEDY[0], other, GREEDY[3])]
+    assert all(_same(a, b) for a, b in zip(reference, mixed, strict=True))
+
+
+def test_the_prefix_is_the_system_part_and_leaves_a_token_to_generate(chat):
+    from trajforge.finetune.hf_client import MIN_PREFIX_TOKENS
+
+    _, tokenizer = chat._load()
+    render = lambda r: tokenizer(  # noqa: E731
+        generation_prompt(r.messages, [t.openai_schema() for t in r.tools], chat.family),
+        add_special_tokens=False,
+    )["input_ids"]
+    request = GREEDY[0]
+    ids = render(request)
+    cut = chat._prefix.cut(tokenizer, chat.family, request, ids)
+    assert MIN_PREFIX_TOKENS <= cut < len(ids)
+    system_only = request.model_copy(update={"messages": request.messages[:1]})
+    alone = render(system_only)
+    assert ids[:cut] == alone[:cut]  # the system message's tokens, nothing of the user's
+    assert chat._prefix.cut(tokenizer, chat.family, system_only, alone) == len(alone) - 1
+    no_system = request.model_copy(update={"messages": request.messages[1:]})
+    assert chat._prefix.cut(tokenizer, chat.family, no_system, render(no_system)) == 0
