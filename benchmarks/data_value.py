@@ -471,7 +471,8 @@ def evaluate(
     rec: Recorder, out: Path, name: str, models: dict[str, Path], tasks: Path, scale: Scale
 ) -> dict[str, Score]:
     """`trajforge eval` of each model (label -> directory) on every golden task of `tasks`,
-    one process per model (the recorder runs them side by side)."""
+    one process per model (the recorder runs them side by side); every attempt's conversation
+    beside its report (`--transcripts`), the evidence for what the models do."""
     jobs, paths = [], []
     for i, model in enumerate(models.values()):
         report_path = out / "eval" / f"{name}-{i}.json"
@@ -480,7 +481,8 @@ def evaluate(
                 "golden", "--k", str(scale.k), "--temperature", str(scale.temperature),
                 "--max-tokens", str(scale.max_tokens), "--max-turns", str(scale.max_turns),
                 "--max-in-flight", str(scale.eval_batch), "--max-batch-size",
-                str(scale.eval_batch), "--json", str(report_path))  # fmt: skip
+                str(scale.eval_batch), "--json", str(report_path),
+                "--transcripts", str(report_path.with_suffix(".transcripts.jsonl")))  # fmt: skip
         if scale.max_golden:
             argv += ("--max-tasks", str(scale.max_golden))
         jobs.append(Job(name=f"eval {name} {i}", argv=argv))

@@ -6,7 +6,7 @@ the Beam layer.
     trajforge finetune sft --data RUN_DIR --model MODEL_DIR --output OUT [--method lora|full] ...
     trajforge eval --model SPEC [--model SPEC ...]
                    (--tasks RUN_DIR [--split golden] [--max-tasks N] | --domain retail --num-tasks N)
-                   --k K [--json OUT.json]
+                   --k K [--json OUT.json] [--transcripts OUT.jsonl]
     trajforge finetune opd --student DIR --teacher DIR --output OUT [--tasks RUN_DIR] ...
 """
 
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 #: SFT flags: (flag, type, help). Field names are the flags with dashes as underscores.
 _SFT_FLAGS: tuple[tuple[str, type, str], ...] = (
@@ -134,6 +133,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "--user-model", default="local", help="model spec of --user llm (default: local)"
     )
     ev.add_argument("--json", default=None, help="write the reports here (JSON)")
+    ev.add_argument(
+        "--transcripts",
+        default=None,
+        help="write every attempt here, one JSON line each: agent, task, verdict, typed "
+        "failures and the whole conversation",
+    )
 
 
 def _flag_values(args: argparse.Namespace, flags) -> dict:
@@ -186,10 +191,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from trajforge.finetune.config import FinetuneConfigError, load_model_config
     from trajforge.finetune.evaluate import (
         EvalConfig,
-        evaluate,
         format_table,
+        run_attempts,
         run_split_domain,
+        score_attempts,
         select_tasks,
+        transcripts_of,
+        write_atomically,
+        write_transcripts,
     )
     from trajforge.generators.domains import get_domain
 
@@ -234,15 +243,20 @@ def cmd_eval(args: argparse.Namespace) -> int:
             f"--max-tasks {cfg.max_tasks}: evaluating {len(held.tasks)} of {total} {cfg.split} "
             f"tasks, {held.left_out} left out"
         )
-    reports = [
-        evaluate(cfg, spec, held.tasks, domain, held.skipped, held.left_out) for spec in specs
-    ]
+    reports, transcripts = [], []
+    for spec in specs:
+        attempts = run_attempts(cfg, spec, held.tasks, domain)
+        reports.append(score_attempts(cfg, spec, held.tasks, attempts, held.skipped, held.left_out))
+        transcripts += transcripts_of(spec.label, attempts)
     print(format_table(reports))
     if args.json:
-        Path(args.json).write_text(
-            json.dumps([r.model_dump(mode="json") for r in reports], indent=2)
+        write_atomically(
+            args.json, json.dumps([r.model_dump(mode="json") for r in reports], indent=2)
         )
         print(f"\nReports written to {args.json}")
+    if args.transcripts:
+        write_transcripts(args.transcripts, transcripts)
+        print(f"Transcripts ({len(transcripts)} attempts) written to {args.transcripts}")
     return 0
 
 

@@ -11,10 +11,14 @@ concurrently on the runtime's shared loop (`run_all`). Held-out tasks are every 
 directory's `split` (`golden` by default; `max_tasks` caps them and the report says how many it
 left out), or `num_tasks` fresh tasks synthesised from seeds in their own namespace ("eval"),
 disjoint from any build's. Every score carries a 95% interval (finetune/metrics.py).
+
+A score says how often an agent fails, not what it does: `write_transcripts` writes every
+attempt's conversation with its typed failures (`trajforge eval --transcripts FILE.jsonl`).
 """
 
 from __future__ import annotations
 
+import os
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -112,6 +116,21 @@ class AttemptResult(BaseModel):
     passed: bool
     reason: str  # what the checks said (or the error that ended the attempt)
     failures: tuple[RejectionReason, ...] = ()  # typed: outcome and policy rules that failed
+    trajectory: Trajectory | None = None  # the conversation (None: an error ended it early)
+
+
+class AttemptTranscript(BaseModel):
+    """One line of `--transcripts`: an attempt of an agent, its verdict and its conversation."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    agent: str
+    task_id: str
+    attempt: int
+    passed: bool
+    failures: tuple[RejectionReason, ...]
+    reason: str
+    trajectory: Trajectory | None
 
 
 class TaskResult(BaseModel):
@@ -265,6 +284,7 @@ async def _attempt(
         passed=verdict.kept,
         reason="; ".join(f"{r.reason}: {r.detail}" for r in verdict.reasons) or "passed",
         failures=tuple(r.reason for r in verdict.reasons),
+        trajectory=trajectory,
     )
 
 
@@ -330,12 +350,20 @@ def evaluate(
 ) -> EvalReport:
     """k attempts of the agent on every task, concurrently; the scored report (`skipped`
     and `left_out` as `select_tasks` found them)."""
+    attempts = run_attempts(cfg, spec, tasks, domain)
+    return score_attempts(cfg, spec, tasks, attempts, skipped, left_out)
+
+
+def run_attempts(
+    cfg: EvalConfig, spec: AgentSpec, tasks: Sequence[Task], domain: Domain
+) -> list[AttemptResult]:
+    """k attempts of the agent on every task, run concurrently, each with its verdict and
+    conversation, in task then attempt order."""
     sampling = SamplingParams(temperature=cfg.temperature, max_tokens=cfg.max_tokens)
     make_agent: Callable[[Task, Domain], AgentPolicy] = agent_factory(
         spec, sampling, cfg.family, cfg.base_url, cfg.max_batch_size
     )
-    user_spec = None if cfg.user == "scripted" else parse_agent(cfg.user_model)
-    make_user = user_factory(user_spec, cfg.family, cfg.base_url)
+    make_user = user_factory(_user_spec(cfg), cfg.family, cfg.base_url)
     works = [
         (
             lambda t=task, a=attempt: _attempt(
@@ -345,7 +373,19 @@ def evaluate(
         for task in tasks
         for attempt in range(cfg.k)
     ]
-    attempts = run_all(works, cfg.max_in_flight)
+    return run_all(works, cfg.max_in_flight)
+
+
+def score_attempts(
+    cfg: EvalConfig,
+    spec: AgentSpec,
+    tasks: Sequence[Task],
+    attempts: Sequence[AttemptResult],
+    skipped: dict[str, int] | None = None,
+    left_out: int = 0,
+) -> EvalReport:
+    """The scored report of `run_attempts`' attempts."""
+    user_spec = _user_spec(cfg)
     user = "scripted" if user_spec is None else f"llm:{user_spec.label}"
     report = build_report(spec.label, cfg.k, _task_results(tasks, attempts), skipped, user)
     return report.model_copy(
@@ -355,6 +395,43 @@ def evaluate(
             "tasks_left_out": left_out,
         }
     )
+
+
+def _user_spec(cfg: EvalConfig) -> AgentSpec | None:
+    return None if cfg.user == "scripted" else parse_agent(cfg.user_model)
+
+
+def write_transcripts(path: str | Path, attempts: Sequence[AttemptTranscript]) -> None:
+    """Every attempt as one JSON line (`write_atomically`)."""
+    write_atomically(path, "".join(a.model_dump_json() + "\n" for a in attempts))
+
+
+def write_atomically(path: str | Path, text: str) -> None:
+    """Write beside the target and rename onto it, so a reader sees the whole file or none
+    of it (an interrupted run leaves no half file)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def transcripts_of(label: str, attempts: Sequence[AttemptResult]) -> list[AttemptTranscript]:
+    """`--transcripts` lines of one agent's attempts."""
+    return [
+        AttemptTranscript(
+            agent=label,
+            task_id=a.task_id,
+            attempt=a.attempt,
+            passed=a.passed,
+            failures=a.failures,
+            reason=a.reason,
+            trajectory=a.trajectory,
+        )
+        for a in attempts
+    ]
 
 
 def baseline_score(cfg: EvalConfig, tasks: Sequence[Task]) -> GroupScore | None:

@@ -92,3 +92,39 @@ def test_eval_on_a_run_directory_golden_split(tmp_path):
     out = tmp_path / "r.json"
     assert main(["eval", "--model", "oracle", "--tasks", str(tmp_path), "--json", str(out)]) == 0
     assert json.loads(out.read_text())[0]["overall"]["pass_hat"]["1"] == 1.0
+
+
+def test_transcripts_hold_every_attempt_with_its_verdict_and_conversation(tmp_path):
+    """`--transcripts`: one line per (agent, task, attempt), the typed failures of the failing
+    agent, and a conversation a reader can follow (the oracle's ends with its tool calls made)."""
+    from trajforge.finetune.evaluate import AttemptTranscript
+
+    out = tmp_path / "attempts.jsonl"
+    argv = ["eval", "--model", "oracle", "--model", "scripted:rollout_dry_run",
+            "--domain", "retail", "--num-tasks", "2", "--k", "2", "--transcripts", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    lines = [AttemptTranscript.model_validate_json(x) for x in out.read_text().splitlines()]
+    by_agent = {
+        a: [x for x in lines if x.agent == a] for a in ("oracle", "scripted:rollout_dry_run")
+    }
+    assert all(len(v) == 4 for v in by_agent.values())  # 2 tasks x k=2 each
+    assert {(x.task_id, x.attempt) for x in by_agent["oracle"]} == {
+        (x.task_id, x.attempt) for x in by_agent["scripted:rollout_dry_run"]
+    }
+    assert all(x.passed and not x.failures for x in by_agent["oracle"])
+    assert all(not x.passed and x.failures for x in by_agent["scripted:rollout_dry_run"])
+    oracle = by_agent["oracle"][0].trajectory
+    assert oracle is not None and oracle.task.id == by_agent["oracle"][0].task_id
+    assert any(m.tool_calls for m in oracle.messages if m.role == "assistant")
+    assert not list(tmp_path.glob(".*.tmp"))  # written beside, renamed onto the target
+
+
+def test_an_interrupted_write_leaves_the_previous_file_whole(tmp_path, monkeypatch):
+    from trajforge.finetune import evaluate
+
+    target = tmp_path / "r.json"
+    target.write_text("previous")
+    monkeypatch.setattr(evaluate.os, "replace", lambda *a: (_ for _ in ()).throw(OSError("disk")))
+    with pytest.raises(OSError):
+        evaluate.write_atomically(target, "new " * 1000)
+    assert target.read_text() == "previous" and not list(tmp_path.glob(".*.tmp"))
