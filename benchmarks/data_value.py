@@ -186,42 +186,59 @@ class Recorder:
         """Each job's stdout, in order; the first failure stops the benchmark (named, with its
         log) once the jobs already started have ended."""
         outputs: dict[int, str] = {}
-        for first in range(0, len(jobs), self.parallel):
-            wave = []
-            for i, job in list(enumerate(jobs))[first : first + self.parallel]:
-                if self._reusable(job):
-                    print(f"[data-value] {job.name}: reused (--resume)", flush=True)
-                    outputs[i] = self._read(job, "out")
-                    self.phases.append(Phase(name=job.name, wall_s=0.0, reused=True))
-                else:
-                    self.reusing = False
-                    wave.append((i, job))
-            outputs.update(self._run_wave(wave))
+        pending: list[tuple[int, Job]] = []
+        for i, job in enumerate(jobs):
+            if not pending and self._reusable(job):
+                print(f"[data-value] {job.name}: reused (--resume)", flush=True)
+                outputs[i] = self._read(job, "out")
+                self.phases.append(Phase(name=job.name, wall_s=0.0, reused=True))
+            else:
+                self.reusing = False
+                pending.append((i, job))
+        outputs.update(self._run_pool(pending))
         return [outputs[i] for i in range(len(jobs))]
 
-    def _run_wave(self, wave: Sequence[tuple[int, Job]]) -> dict[int, str]:
-        started = time.perf_counter()
-        procs, outputs, failed = [], {}, []
-        for i, job in wave:
-            print(f"[data-value] {job.name}: {' '.join(job.argv)}", flush=True)
-            for path in job.clears:
-                shutil.rmtree(path, ignore_errors=True)
-            self._stamp(job).unlink(missing_ok=True)
-            procs.append((i, job, self._start(job)))
-        for i, job, proc in procs:
-            proc.wait()
-            stdout, stderr = (self._read(job, stream) for stream in ("out", "err"))
-            with self.log.open("a") as f:
-                f.write(f"$ {' '.join(job.argv)}\n{stdout}\n{stderr}\n")
-            if proc.returncode != 0:
-                failed.append(f"{job.name} (exit {proc.returncode}): {stderr[-1500:]}")
-            else:
-                self._stamp(job).write_text(json.dumps(fingerprint(job)))
-            outputs[i] = stdout
-            self.phases.append(Phase(name=job.name, wall_s=round(time.perf_counter() - started, 2)))
+    def _run_pool(self, jobs: Sequence[tuple[int, Job]]) -> dict[int, str]:
+        """Up to `parallel` jobs at a time, the next started as soon as one ends (not in waves:
+        an evaluation that ends early, e.g. the untrained base's, frees its core at once).
+        Each job's wall time is its own, start to end."""
+        queue, running, outputs, failed = list(jobs), [], {}, []
+        while queue or running:
+            while queue and len(running) < self.parallel and not failed:
+                i, job = queue.pop(0)
+                running.append((i, job, self._launch(job), time.perf_counter()))
+            if not running:
+                break
+            time.sleep(0.2)
+            for entry in [e for e in running if e[2].poll() is not None]:
+                running.remove(entry)
+                i, job, proc, started = entry
+                outputs[i] = self._finish(job, proc, failed)
+                self.phases.append(
+                    Phase(name=job.name, wall_s=round(time.perf_counter() - started, 2))
+                )
         if failed:
             raise SystemExit(f"data-value: {'; '.join(failed)}\nsee {self.log}")
         return outputs
+
+    def _launch(self, job: Job) -> subprocess.Popen:
+        print(f"[data-value] {job.name}: {' '.join(job.argv)}", flush=True)
+        for path in job.clears:
+            shutil.rmtree(path, ignore_errors=True)
+        self._stamp(job).unlink(missing_ok=True)
+        return self._start(job)
+
+    def _finish(self, job: Job, proc: subprocess.Popen, failed: list[str]) -> str:
+        """The ended job's stdout; its command and streams logged, its stamp written if it
+        succeeded, its failure (with the end of its stderr) added to `failed` if not."""
+        stdout, stderr = (self._read(job, stream) for stream in ("out", "err"))
+        with self.log.open("a") as f:
+            f.write(f"$ {' '.join(job.argv)}\n{stdout}\n{stderr}\n")
+        if proc.returncode != 0:
+            failed.append(f"{job.name} (exit {proc.returncode}): {stderr[-1500:]}")
+        else:
+            self._stamp(job).write_text(json.dumps(fingerprint(job)))
+        return stdout
 
     def _reusable(self, job: Job) -> bool:
         stamp = self._stamp(job)

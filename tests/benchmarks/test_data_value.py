@@ -107,6 +107,24 @@ def test_a_failed_step_names_its_log(tmp_path):
         rec.run("broken", [sys.executable, "-c", "raise SystemExit(3)"])
 
 
+def test_a_free_slot_takes_the_next_job_before_a_slow_one_ends(tmp_path):
+    """Two slots, a slow job and two quick ones: the third starts while the slow one still
+    runs (waves would hold it back until both of the first two ended), and outputs keep the
+    jobs' order."""
+
+    def job(name: str, seconds: float) -> dv.Job:
+        code = (f"import time; s = time.time(); time.sleep({seconds}); "
+                f"print({name!r}, s, time.time())")  # fmt: skip
+        return dv.Job(name=name, argv=(sys.executable, "-c", code))
+
+    rec = dv.Recorder(tmp_path / "log", parallel=2)
+    outputs = rec.run_all([job("slow", 3.0), job("quick1", 0.0), job("quick2", 0.0)])
+    times = {o.split()[0]: (float(o.split()[1]), float(o.split()[2])) for o in outputs}
+    assert [o.split()[0] for o in outputs] == ["slow", "quick1", "quick2"]
+    assert times["quick2"][0] < times["slow"][1]
+    assert {p.name for p in rec.phases} == {"slow", "quick1", "quick2"}
+
+
 def _counting_job(tmp_path, name: str, argv_tag: str = "") -> dv.Job:
     """A job that appends its name to runs.txt, so a test can see which jobs really ran."""
     code = f"open({str(tmp_path / 'runs.txt')!r}, 'a').write({name!r} + '\\n'); print('out-{name}')"
