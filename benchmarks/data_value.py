@@ -26,7 +26,15 @@ trajforge.finetune.tiny`, `trajforge finetune sft|opd`, `trajforge eval`), offli
    tokens; held-out pass^1 and held-out reverse KL to the teacher for both (`--kl-only`).
 
 `--resume` reuses the jobs an earlier run in OUT finished with the same command and inputs, in
-order, up to the first that must run (a stopped run continues where it stopped).
+order, up to the first that must run (a stopped run continues where it stopped); a build,
+which depends on its config file only, is reused wherever it comes.
+
+The GPU variant's data is made on CPU first, so a GPU machine without network gets it as a
+small folder (`--prepare-only`: the builds only, their size printed; then, on the GPU machine,
+the same command with `--resume` reuses them and trains and evaluates there):
+
+    python benchmarks/data_value.py --scale gpu --out runs/data-value-gpu --prepare-only
+    python benchmarks/data_value.py --scale gpu --out runs/data-value-gpu --resume   # on the GPU
 
 Confidence intervals: Wilson (95%) for pass^1 over attempts, a percentile bootstrap over tasks
 for pass^k and pass@k (`trajforge.finetune.metrics`). Results: OUT/results.json (typed,
@@ -148,17 +156,21 @@ class Job(_Frozen):
     name: str
     argv: tuple[str, ...]
     clears: tuple[Path, ...] = ()  # outputs removed just before the job runs (never when reused)
+    # its result depends on its command and the files it names only (a build of a config), so
+    # `--resume` may reuse it after an earlier job ran
+    inputs_only: bool = False
 
 
 def fingerprint(job: Job) -> dict:
     """What a finished job must match to be reused: its command, and the bytes of every file
-    its command names (the build configs), so an edited config runs again."""
+    its command names (the build configs), so an edited config runs again. The interpreter's
+    path is left out: data made on one machine is reused on another (`--prepare-only`)."""
     files = {
         arg: hashlib.sha256(Path(arg).read_bytes()).hexdigest()
         for arg in job.argv[1:]
         if Path(arg).is_file()
     }
-    return {"argv": list(job.argv), "files": files}
+    return {"argv": list(job.argv[1:]), "files": files}
 
 
 class Recorder:
@@ -178,6 +190,7 @@ class Recorder:
         # `--resume`: jobs are reused in order while each finished before with the same command;
         # the first job that runs turns reuse off for every later one (it may feed them).
         self.reusing = resume
+        self.resume = resume
 
     def run(self, name: str, argv: Sequence[str]) -> str:
         return self.run_all([Job(name=name, argv=tuple(argv))])[0]
@@ -188,7 +201,7 @@ class Recorder:
         outputs: dict[int, str] = {}
         pending: list[tuple[int, Job]] = []
         for i, job in enumerate(jobs):
-            if not pending and self._reusable(job):
+            if self._reusable(job):
                 print(f"[data-value] {job.name}: reused (--resume)", flush=True)
                 outputs[i] = self._read(job, "out")
                 self.phases.append(Phase(name=job.name, wall_s=0.0, reused=True))
@@ -243,7 +256,7 @@ class Recorder:
     def _reusable(self, job: Job) -> bool:
         stamp = self._stamp(job)
         return (
-            self.reusing
+            (self.reusing or (self.resume and job.inputs_only))
             and stamp.exists()
             and json.loads(stamp.read_text()) == fingerprint(job)
             and self._stream(job, "out").exists()
@@ -315,7 +328,43 @@ def build_job(out: Path, name: str, config_yaml: str) -> tuple[Job, Path]:
     run_dir = out / "runs" / name
     argv = (*cli(), "build", "--config", str(config), "--output", str(run_dir), "--overwrite",
             "--no-progress")  # fmt: skip
-    return Job(name=f"build {name}", argv=argv), run_dir
+    return Job(name=f"build {name}", argv=argv, inputs_only=True), run_dir
+
+
+def main_builds(out: Path, scale: Scale) -> list[tuple[Job, Path]]:
+    """The training build and the golden build (see `run_main`)."""
+    return [
+        build_job(out, "train", build_config(scale, scale.num_tasks)),
+        build_job(out, "golden", build_config(scale, scale.golden_build_tasks)),
+    ]
+
+
+def ablation_builds(out: Path, scale: Scale) -> list[tuple[Job, Path]]:
+    """The noisy teacher's build with the default gate and with the gate off."""
+    return [
+        build_job(out, "noisy-gate", build_config(scale, scale.ablation_tasks, "rollout")),
+        build_job(out, "noisy-nogate", build_config(scale, scale.ablation_tasks, "rollout", False)),
+    ]
+
+
+#: What a GPU machine without network can be sent (the issue's bound; the carry limit is 64 MB).
+BUNDLE_LIMIT_MB = 50
+
+
+def prepare_only(rec: Recorder, out: Path, scale: Scale, parts: set[str]) -> int:
+    """Every build the parts need, checked disjoint from golden, and nothing else: the data a
+    GPU machine gets as OUT (its models are made there: a tokenizer takes seconds, the GPU
+    scale's base model would be ~100 MB to send). 1 when OUT is over `BUNDLE_LIMIT_MB`."""
+    builds = main_builds(out, scale) + (ablation_builds(out, scale) if "ablation" in parts else [])
+    rec.run_all([job for job, _ in builds])
+    golden = builds[1][1]
+    for _, run in builds:  # the golden build's own train split is the size curve's small set
+        require_disjoint(held_out_overlap(run, golden), f"{run.name}'s training split")
+    size_mb = sum(p.stat().st_size for p in out.rglob("*") if p.is_file()) / 2**20
+    print(f"data-value --prepare-only: {out} holds {size_mb:.1f} MB (limit {BUNDLE_LIMIT_MB} MB); "
+          f"on the GPU machine: python benchmarks/data_value.py --scale <the same> --out {out} "
+          "--resume")  # fmt: skip
+    return 0 if size_mb <= BUNDLE_LIMIT_MB else 1
 
 
 class Overlap(_Frozen):
@@ -540,10 +589,7 @@ def run_main(rec: Recorder, out: Path, scale: Scale) -> tuple[MainResult, Runs]:
     the training build, `num_tasks` long (its train split trains; tasks derive from (seed,
     index), so its golden holds the golden build's and is never used). Both held-out checks,
     then the two trainings side by side, then every model evaluated."""
-    (train_job, run), (golden_job, golden) = (
-        build_job(out, "train", build_config(scale, scale.num_tasks)),
-        build_job(out, "golden", build_config(scale, scale.golden_build_tasks)),
-    )
+    (train_job, run), (golden_job, golden) = main_builds(out, scale)
     rec.run_all([train_job, golden_job])
     overlap, small_overlap = held_out_overlap(run, golden), held_out_overlap(golden, golden)
     require_disjoint(overlap, "the training split")
@@ -616,10 +662,7 @@ def run_ablation(
 ) -> AblationResult:
     """The noisy teacher's rollouts of the main build's tasks, gate on and off; the same base
     trained the same steps (packed rows of equal length: equal tokens) on each."""
-    (gated_job, gated), (open_job, open_) = (
-        build_job(out, "noisy-gate", build_config(scale, scale.ablation_tasks, "rollout")),
-        build_job(out, "noisy-nogate", build_config(scale, scale.ablation_tasks, "rollout", False)),
-    )
+    (gated_job, gated), (open_job, open_) = ablation_builds(out, scale)
     rec.run_all([gated_job, open_job])
     for run in (gated, open_):
         require_disjoint(held_out_overlap(run, golden_run), f"{run.name}'s training split")
@@ -919,6 +962,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "up to the first that must run (same code and data assumed: do not resume across a "
         "code change)",
     )
+    parser.add_argument(
+        "--prepare-only",
+        action="store_true",
+        help="run the builds only (CPU; no GPU needed) and print OUT's size: the data a GPU "
+        "machine without network is sent before `--resume` there",
+    )
     args = parser.parse_args(argv)
     parts = set(args.parts.split(","))
     unknown = parts - {"main", "ablation", "opd"}
@@ -927,7 +976,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     scale = SCALES[args.scale]
     import torch
 
-    if scale.device == "cuda" and not torch.cuda.is_available():
+    if scale.device == "cuda" and not torch.cuda.is_available() and not args.prepare_only:
         print(f"data-value --scale {args.scale}: skipped (needs a CUDA GPU; none is visible)")
         return 0
     out = Path(args.out)
@@ -935,6 +984,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.resume:
         (out / "commands.log").write_text("")
     rec = Recorder(out / "commands.log", args.parallel, args.threads, resume=args.resume)
+    if args.prepare_only:
+        return prepare_only(rec, out, scale, parts)
     load_start, started = os.getloadavg(), time.perf_counter()
     main_result, runs = run_main(rec, out, scale)
     ablation = (

@@ -150,6 +150,21 @@ def test_resume_reuses_finished_jobs_in_order_up_to_the_first_that_must_run(tmp_
     assert (tmp_path / "runs.txt").read_text().split()[-1] == "a"
 
 
+def test_a_build_is_reused_after_a_job_ran_and_on_another_interpreter(tmp_path):
+    """`--prepare-only` then `--resume` on a GPU machine: the builds (inputs only) are reused
+    although the job before them runs, and although the interpreter's path differs."""
+    build = _counting_job(tmp_path, "build").model_copy(update={"inputs_only": True})
+    other = _counting_job(tmp_path, "train")
+    dv.Recorder(tmp_path / "log", parallel=1).run_all([build])
+    elsewhere = build.model_copy(update={"argv": ("/elsewhere/python", *build.argv[1:])})
+    changed_other = _counting_job(tmp_path, "train", " # v2")
+    rec = dv.Recorder(tmp_path / "log", parallel=1, resume=True)
+    rec.run_all([other, elsewhere, changed_other])
+    assert (tmp_path / "runs.txt").read_text().split() == ["build", "train", "train"]
+    assert [p.reused for p in rec.phases] == [True, False, False]
+    assert dv.fingerprint(elsewhere) == dv.fingerprint(build)
+
+
 def test_resume_runs_a_job_again_when_a_file_it_names_changed(tmp_path):
     config = tmp_path / "build.yaml"
     config.write_text("num_tasks: 8\n")
@@ -183,8 +198,13 @@ def test_the_reduced_benchmark_evaluates_every_golden_task_with_intervals(tmp_pa
     copy a held-out user's email, so tuned and base both score 0 (issue 25 stays open on it).
     What it guards: every golden task evaluated k times, intervals that hold their estimate,
     an untrained model that never passes, and training that lowers the loss."""
-    assert dv.main(["--scale", "reduced", "--parts", "main", "--out", str(tmp_path)]) == 0
+    # as the GPU variant runs: the builds made first (`--prepare-only`), then reused
+    reduced = ["--scale", "reduced", "--parts", "main", "--out", str(tmp_path)]
+    assert dv.main([*reduced, "--prepare-only"]) == 0
+    assert not (tmp_path / "sft").exists()
+    assert dv.main([*reduced, "--resume"]) == 0
     report = dv.DataValueReport.model_validate_json((tmp_path / "results.json").read_text())
+    assert [p.name for p in report.phases if p.reused] == ["build train", "build golden"]
     golden = len(dv.split_rows(tmp_path / "runs" / "golden", "golden"))
     for score in (*report.main.steps_curve, *report.main.size_curve):
         assert score.tasks == golden >= 30 and score.attempts == golden * report.scale.k
