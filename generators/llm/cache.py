@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Protocol
 
+from trajforge.generators.llm.request_keys import RequestKeys
 from trajforge.schemas import ChatRequest, ChatResponse, LLMClient, content_hash
 
 _SCHEMA = """
@@ -90,9 +91,11 @@ class CachedLLM:
         self.cache = cache
         self.model = getattr(inner, "model", "")
         self.namespace = namespace if namespace is not None else self.model
+        self.keys = RequestKeys()  # this client's memo of its records' canonical JSON
 
     def key_for(self, request: ChatRequest) -> str:
-        return content_hash([self.namespace, request.cache_key()])
+        """The namespace and `request.cache_key()` (made from the memoised parts)."""
+        return content_hash([self.namespace, self.keys(request)])
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         key = self.key_for(request)

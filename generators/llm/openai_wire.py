@@ -69,8 +69,9 @@ def request_payload(model: str, request: ChatRequest) -> dict[str, Any]:
 
     A rollout resends its whole conversation, so this is quadratic in its length; caching the
     conversions by object identity saved no measurable whole-build CPU (benchmarks/README.md,
-    "wire_body and wire_memo"), so it is done plainly. Optional members only when set, in
-    this order (the request bodies of earlier builds, byte for byte)."""
+    "Issue 31: wire_body and wire_memo, measured again"), so it is done plainly. Optional
+    members only when set, in this order (the request bodies of earlier builds, byte for
+    byte)."""
     sampling = request.sampling
     payload: dict[str, Any] = {
         "model": model,

@@ -1,9 +1,10 @@
 """The request bodies reaching the endpoint and the response cache's keys, pinned.
 
 The backend builds each body plainly (every message and tool converted per request, the dict
-encoded whole) and the cache keys each request by `ChatRequest.cache_key()`. Earlier versions
-assembled both from per-object memos; the digests below were taken from that code (commit
-670328b) on the same random requests, so a change to any body byte or any key fails here.
+encoded whole); the cache keys each request by `ChatRequest.cache_key()`, made from its
+records' memoised canonical JSON (`RequestKeys`, one per `CachedLLM`). Earlier versions
+assembled the bodies from module-level memos too; the digests below were taken from that code
+(commit 670328b) on the same random requests, so a change to any body byte or any key fails.
 Only public entry points are used (`OpenAIBackend.complete` over a socket, `CachedLLM.key_for`),
 so the same test runs against either implementation.
 """
