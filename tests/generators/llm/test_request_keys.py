@@ -24,13 +24,19 @@ def conversation(n: int) -> list[Message]:
     return messages
 
 
-def test_memo_is_bounded_and_answers_by_identity():
-    calls = []
+def counting(calls: list[Message]):
+    """A conversion that records each record it converts."""
 
     def convert(message: Message) -> dict:
         calls.append(message)
         return message.openai_dict()
 
+    return convert
+
+
+def test_memo_is_bounded_and_answers_by_identity():
+    calls: list[Message] = []
+    convert = counting(calls)
     memo: IdentityMemo[Message] = IdentityMemo(convert, maxsize=4)
     messages = conversation(3)  # 10 messages
     first = [memo(m) for m in messages]
@@ -44,12 +50,8 @@ def test_memo_is_bounded_and_answers_by_identity():
 def test_memo_keeps_the_recently_used_half_under_churn():
     """Many records through a small memo: never more than the bound, the last half inserted
     or used always answered without converting, every answer right."""
-    calls = []
-
-    def convert(message: Message) -> dict:
-        calls.append(message)
-        return message.openai_dict()
-
+    calls: list[Message] = []
+    convert = counting(calls)
     memo: IdentityMemo[Message] = IdentityMemo(convert, maxsize=16)
     messages = conversation(20)  # 61 messages
     hot = messages[0]
