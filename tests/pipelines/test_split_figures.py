@@ -13,9 +13,10 @@ from trajforge.pipelines import build, io
 from trajforge.pipelines.config import BuildConfig
 from trajforge.pipelines.finished import browse, card, report
 from trajforge.pipelines.manifest import Manifest, ManifestError, read_manifest
-from trajforge.pipelines.report_figures import ReportFigures
+from trajforge.pipelines.report_figures import ReportFigures, row_plots
 from trajforge.pipelines.run_dir import prepare_run_dir
 from trajforge.pipelines.split_figures import gap_table, split_difficulty, token_summary
+from trajforge.schemas import AxisScore, DatasetRecord, Judgement
 
 CONFIG = {
     "name": "figures",
@@ -140,3 +141,32 @@ def test_a_manifest_from_another_version_is_one_clear_error(built, tmp_path):
     assert read_manifest(run) == Manifest.model_validate(manifest)
     with pytest.raises(ManifestError, match="field `local_processes`: Field required.*rebuild"):
         read_manifest(str(tmp_path))
+
+
+def test_judge_scores_reach_the_report_figures_per_axis(built):
+    """Every judgement's axes (the build above ran no judge): counted by axis, whichever judge."""
+    run, _ = built
+    _, trajectory = next(browse.kept(run))
+    judged = trajectory.model_copy(
+        update={
+            "judgements": (
+                Judgement(judge="a", status="graded", axes=(AxisScore(axis="tone", score=0.5),)),
+                Judgement(
+                    judge="b/c",
+                    status="graded",
+                    axes=(AxisScore(axis="tone", score=1.0), AxisScore(axis="grounded", score=0.5)),
+                ),
+            )
+        }
+    )
+    record = DatasetRecord.model_construct(
+        trajectory_json=judged.to_json(), task_types=judged.task.intent.task_types
+    )
+    plots = row_plots(record)
+    assert plots.axis_scores == (("tone", 0.5), ("tone", 1.0), ("grounded", 0.5))
+    assert plots.tools == tuple(s.call.name for s in judged.steps)
+    figures = ReportFigures.of([(1, 2, plots), (1, 3, plots)])
+    assert figures.scores == {"tone": {0.5: 2, 1.0: 2}, "grounded": {0.5: 2}}
+    assert figures.turns == {1: 2} and figures.tool_calls == {2: 1, 3: 1}
+    again = ReportFigures.model_validate(json.loads(json.dumps(figures.model_dump(mode="json"))))
+    assert again == figures  # through splits.json and back
