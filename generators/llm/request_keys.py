@@ -4,7 +4,7 @@ Why: `ChatRequest.cache_key()` dumps and encodes the whole request on every call
 quadratic in the conversation (~0.25 ms for a 20-message retail request), and the cache (on in a
 default build) keys every request. Measured at the whole-build level (benchmarks/README.md,
 "Issue 31: wire_body and wire_memo, measured again"): a rollout build of 800 tasks with the
-cache on spent ~6-10% more CPU per task keying requests whole. Canonical JSON is compact with
+cache on spent ~5% more CPU per task keying requests whole (median of five pairs). Canonical JSON is compact with
 sorted keys, so a request's encoding is its sorted members' encodings joined; the key is
 `cache_key()` byte for byte (tests/generators/llm/test_request_body.py).
 """
