@@ -2,7 +2,8 @@
 
 For each mode (rollout: agent on the stub, scripted user; blueprint: verbaliser on the stub) and
 each task count, one build in one process (`--beam` for others) with `max_in_flight` C, the
-response cache off and semantic dedup off (`--semantic` turns it on). Reported per build:
+response cache off (`--cache` turns it on) and semantic dedup off (`--semantic` turns it on).
+Reported per build:
 
   calls/s        LLM requests counted by the stub / subprocess wall time;
   efficiency     endpoint-bound ideal (calls x latency / C) / wall time, and the same ideal
@@ -63,7 +64,7 @@ roles:
 rollout: {{agent: llm, user: scripted, max_turns: {max_turns}}}
 sampling: {{temperature: 0.0, max_tokens: 64}}
 concurrency: {{max_in_flight: {concurrency}}}
-cache: {{enabled: false}}
+cache: {{enabled: {cache}}}
 quality:
   dedup:
     semantic: {{enabled: {semantic}}}
@@ -83,6 +84,7 @@ class BuildSpec:
     concurrency: int = 64
     max_turns: int = 4
     semantic: bool = False
+    cache: bool = False  # the response cache (on in a default build: one key per request)
     beam_args: tuple[str, ...] = ()  # Beam pipeline options, e.g. the multi-process local mode
     build_cpus: frozenset[int] | None = None  # pin the build (and its workers) to these cores
     stub_cpus: frozenset[int] | None = None  # pin the stub to these cores
@@ -137,6 +139,7 @@ def write_config(spec: BuildSpec, base_url: str, out_dir: Path) -> Path:
             max_turns=spec.max_turns,
             concurrency=spec.concurrency,
             semantic=str(spec.semantic).lower(),
+            cache=str(spec.cache).lower(),
         )
     )
     return path
@@ -380,6 +383,9 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64, help="max_in_flight")
     parser.add_argument("--max-turns", type=int, default=4)
     parser.add_argument("--semantic", action="store_true", help="semantic dedup on")
+    parser.add_argument(
+        "--cache", action="store_true", help="response cache on (a default build's setting)"
+    )
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--profile", action="store_true", help="cProfile each build")
     parser.add_argument(
@@ -447,6 +453,7 @@ def main() -> None:
                         concurrency=args.concurrency,
                         max_turns=args.max_turns,
                         semantic=args.semantic,
+                        cache=args.cache,
                         beam_args=options,
                         build_cpus=args.build_cpus,
                         stub_cpus=args.stub_cpus,

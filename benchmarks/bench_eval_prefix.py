@@ -32,7 +32,7 @@ def main() -> None:
     import torch
 
     from trajforge.finetune.agents import parse_agent
-    from trajforge.finetune.evaluate import EvalConfig, evaluate, run_split_domain, select_tasks
+    from trajforge.finetune.evaluate import EvalConfig, evaluate, first_tasks, read_split
     from trajforge.finetune.hf_client import TransformersChat
 
     torch.set_num_threads(args.threads)
@@ -47,8 +47,8 @@ def main() -> None:
         max_in_flight=args.batch,
         max_batch_size=args.batch,
     )  # fmt: skip  (the data-value benchmark's eval settings)
-    domain = run_split_domain(args.run, args.split)
-    tasks = list(select_tasks(cfg, domain).tasks)
+    run_tasks = read_split(args.run, args.split)
+    domain, tasks = run_tasks.domain, list(first_tasks(run_tasks.tasks, args.tasks).tasks)
     spec = parse_agent(args.model)
     plain_init = partialmethod(TransformersChat.__init__, reuse_prefix=False)
 

@@ -191,9 +191,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from trajforge.finetune.config import FinetuneConfigError, load_model_config
     from trajforge.finetune.evaluate import (
         EvalConfig,
+        first_tasks,
         format_table,
+        read_split,
         run_attempts,
-        run_split_domain,
         score_attempts,
         select_tasks,
         transcripts_of,
@@ -229,10 +230,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
         specs = [parse_agent(m) for m in args.model]
     except ValueError as err:
         raise FinetuneConfigError(str(err)) from None
-    domain = (
-        run_split_domain(cfg.tasks, cfg.split) if cfg.tasks is not None else get_domain(cfg.domain)
-    )
-    held = select_tasks(cfg, domain)
+    if cfg.tasks is not None:  # a run's tasks carry their domain: the split is read once
+        run = read_split(cfg.tasks, cfg.split)
+        domain, held = run.domain, first_tasks(run.tasks, cfg.max_tasks)
+    else:
+        domain = get_domain(cfg.domain)
+        held = select_tasks(cfg, domain)
     if any(cfg.k > 1 and s.kind != "oracle" and cfg.temperature == 0 for s in specs):
         print("note: k > 1 at temperature 0 repeats greedy decoding; pass --temperature for spread")
     if held.skipped:

@@ -2,7 +2,7 @@
 
 The `verifiers` export (finetune/verifiers_env.py) and the OpenEnv server
 (finetune/openenv_server.py) take the same source, so one config names the domain and the
-tasks for both, and both pick tasks exactly as `trajforge eval` does (`split_tasks` for a run
+tasks for both, and both pick tasks exactly as `trajforge eval` does (`read_split` for a run
 directory, `fresh_tasks` from seeds otherwise) but in their own seed namespace ("env"), so an
 environment never hands out a task a build or an evaluation already drew from seeds.
 """
@@ -52,11 +52,11 @@ class EnvTasks:
 def load_env_tasks(source: EnvTaskSource) -> EnvTasks:
     """The source's domain and tasks; an empty task list is an error naming the fix."""
     # lazy, measured start-up cost: evaluate ~120 ms
-    from trajforge.finetune.evaluate import fresh_tasks, run_split_domain, split_tasks
+    from trajforge.finetune.evaluate import fresh_tasks, read_split
 
     if source.tasks is not None:  # a run's tasks carry their domain (`domain`: fresh tasks')
-        domain = run_split_domain(source.tasks, source.split)
-        tasks = split_tasks(source.tasks, source.split)
+        run = read_split(source.tasks, source.split)
+        domain, tasks = run.domain, list(run.tasks)
     else:
         domain = get_domain(source.domain)
         tasks, skipped = fresh_tasks(domain, NAMESPACE, source.seed, source.num_tasks)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -175,12 +176,17 @@ class HeldOut(BaseModel):
 
 def select_tasks(cfg: EvalConfig, domain: Domain) -> HeldOut:
     """Every task of a run's split (the first `max_tasks` if set), or fresh tasks from
-    eval-only seeds."""
+    eval-only seeds. A caller that has read the split already (`read_split`, for its domain)
+    takes `first_tasks` of it instead of reading it again."""
     if cfg.tasks is None:
         tasks, skipped = fresh_tasks(domain, "eval", cfg.seed, cfg.num_tasks)
         return HeldOut(tasks=tuple(tasks), skipped=skipped)
-    tasks = split_tasks(cfg.tasks, cfg.split)
-    kept = tasks[: cfg.max_tasks] if cfg.max_tasks is not None else tasks
+    return first_tasks(split_tasks(cfg.tasks, cfg.split), cfg.max_tasks)
+
+
+def first_tasks(tasks: Sequence[Task], max_tasks: int | None) -> HeldOut:
+    """A run split's tasks, the first `max_tasks` if set, and how many were left out."""
+    kept = tasks[:max_tasks] if max_tasks is not None else tasks
     return HeldOut(tasks=tuple(kept), left_out=len(tasks) - len(kept))
 
 
@@ -190,13 +196,24 @@ def held_out_tasks(cfg: EvalConfig, domain: Domain) -> tuple[list[Task], dict[st
     return list(held.tasks), held.skipped
 
 
-def run_split_domain(run_dir: str | Path, split: str = "golden") -> Domain:
-    """The domain of a run's `split` tasks, never a `domain` option (which picks the domain of
-    fresh tasks): the name the tasks carry, resolved through the run's own config.json, where a
-    plug-in domain's import path lives (a directory without one: built-in domains only).
-    Eval, OPD and the RL environments all take a run's tasks through here."""
+@dataclass(frozen=True)
+class SplitTasks:
+    """A run's split read once: its tasks (each once, in file and row order) and the domain
+    they carry (a dataclass: a domain is behaviour, not a record)."""
+
+    domain: Domain
+    tasks: tuple[Task, ...]
+
+
+def read_split(run_dir: str | Path, split: str = "golden") -> SplitTasks:
+    """Exactly `split` of a run, read once, and its tasks' domain: never a `domain` option
+    (which picks the domain of fresh tasks) but the name the tasks carry, resolved through the
+    run's own config.json, where a plug-in domain's import path lives (a directory without
+    one: built-in domains only). Eval, OPD and the RL environments all take a run's tasks
+    through here; each used to read the split once for the domain and again for the tasks."""
     domains = RunDomains.of_local_run(run_dir)
-    used = sorted({t.domain for t in split_tasks(run_dir, split)})
+    tasks = split_tasks(run_dir, split)
+    used = sorted({t.domain for t in tasks})
     if len(used) > 1:
         raise FinetuneConfigError(
             f"tasks: the {split} split of {run_dir} mixes domains ({', '.join(used)}); "
@@ -204,7 +221,8 @@ def run_split_domain(run_dir: str | Path, split: str = "golden") -> Domain:
         )
     if not used and not domains.configured:
         raise FinetuneConfigError(f"tasks: {run_dir} has no {split} tasks")
-    return domains.get(used[0]) if used else domains.only()
+    domain = domains.get(used[0]) if used else domains.only()
+    return SplitTasks(domain=domain, tasks=tuple(tasks))
 
 
 def split_tasks(run_dir: str | Path, split: str) -> list[Task]:

@@ -487,8 +487,8 @@ def write_finished(run_dir: str, manifest: Manifest, tokens: dict[str, Any] | No
     written = manifest.to_dict()
     ownership.write_text(run_dir, "manifest.json", manifest.to_json())
     # The card is last: until it replaces the placeholder, `load_dataset` refuses the run.
-    write_report(run_dir)
-    ownership.write_text(run_dir, "README.md", dataset_card(run_dir, written, tokens))
+    write_report(run_dir, manifest)
+    ownership.write_text(run_dir, "README.md", dataset_card(run_dir, manifest, tokens))
     if manifest.failure:
         raise BuildFailed(manifest.failure, written)
     ownership.write_text(run_dir, io.SUCCESS_MARKER, manifest.finished_at + "\n")

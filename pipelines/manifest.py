@@ -4,8 +4,9 @@ The sections are typed where the build decides them (counts, accounting, models,
 the summaries other modules write as side files during the build (`splits.json`,
 `diversity.json`, `difficulty.json`) stay their writers' JSON objects. On disk the manifest is
 `Manifest.to_json()`: sorted keys, and the optional sections (`diversity`, `difficulty`) left
-out when the build did not produce them, the same shape readers have always read (the card,
-the report, `trajforge show`, data_value) -- they read the JSON, from any trajforge version.
+out when the build did not produce them, the same shape readers have always read. The card and
+the report take the typed record (the build hands over its own; `read_manifest` reads a finished
+run's); `trajforge show` and data_value read the JSON, from any trajforge version.
 """
 
 from __future__ import annotations
@@ -13,7 +14,11 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from trajforge.pipelines import files
+
+MANIFEST_FILE = "manifest.json"
 
 
 class _Part(BaseModel):
@@ -105,3 +110,25 @@ class Manifest(_Part):
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+
+class ManifestError(ValueError):
+    """A run's manifest.json that this trajforge's `Manifest` cannot read."""
+
+
+def read_manifest(run_dir: str) -> Manifest:
+    """A finished run's manifest.json as the typed record; one clear error naming the first
+    field that does not fit (a run written by another trajforge version) and the fix."""
+    with files.open_read(files.join(run_dir, MANIFEST_FILE)) as f:
+        text = f.read()
+    try:
+        return Manifest.model_validate_json(text)
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "(the whole file)"
+        raise ManifestError(
+            f"{run_dir}/manifest.json: field `{field}`: {first['msg']} ({err.error_count()} "
+            "problem(s)); it was written by another trajforge version: read it with that "
+            "version, or rebuild the run with this one (`trajforge build --resume` answers "
+            "every call from the run's cache)"
+        ) from None

@@ -11,6 +11,8 @@ hundreds of calls in flight.
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import threading
 from dataclasses import dataclass
@@ -178,6 +180,12 @@ def forget_process_clients(run_dir: str) -> None:
             del _PROCESS_CLIENTS[key]
 
 
+def domain_tools_json(domain: Domain) -> str:
+    """The domain's tools in OpenAI shape as JSON: each exported row's `tools_json`, made once
+    per domain in `StageResources.setup` instead of once per row."""
+    return json.dumps([s.openai_schema() for s in domain.toolbox.specs], sort_keys=True)
+
+
 class StageResources:
     """What a stage needs at run time; cheap to pickle, heavy parts built in setup()."""
 
@@ -190,6 +198,7 @@ class StageResources:
         self.needs_llm = needs_llm
         self.domains: dict[str, Domain] = {}
         self.contexts: dict[str, FilterContext] = {}
+        self._tools_json: dict[str, str] = {}
         self.gates: Gates | None = None
         self.clients: RoleClients | None = None
         self.roles: RoleBuilders | None = None
@@ -204,11 +213,17 @@ class StageResources:
                 for key in (name, domain.name):
                     self.domains.setdefault(key, domain)
                     self.contexts.setdefault(key, FilterContext(domain=domain))
+                    self._tools_json.setdefault(key, domain_tools_json(domain))
         if self.gates is None:
             self.gates = build_gates(self.config)
         if self.needs_llm and self.clients is None:
             self.clients = shared_role_clients(self.config, self.run_dir, self.processes)
             self.roles = build_roles(self.config, self.clients)
+
+    @functools.cached_property
+    def config_hash(self) -> str:
+        """The build config's hash (a dump and a content hash): once, not once per row."""
+        return self.config.config_hash()
 
     def domain_for(self, name: str) -> Domain:
         """The named domain of this build (each record carries its own: `task.domain`)."""
@@ -222,6 +237,11 @@ class StageResources:
         """What filters may consult about the named domain (its policy, tools, vocabulary)."""
         self.domain_for(name)  # the same clear error for an unknown name
         return self.contexts[name]
+
+    def tools_json_for(self, name: str) -> str:
+        """The named domain's `tools_json` column (`domain_tools_json`, made in setup)."""
+        self.domain_for(name)  # the same clear error for an unknown name
+        return self._tools_json[name]
 
     def __getstate__(self) -> dict[str, Any]:
         # `processes` travels to the worker: each worker process takes only its share of the

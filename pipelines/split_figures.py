@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from trajforge.pipelines.report_figures import REPORT_KEY, ReportFigures, RowPlots, row_plots
 from trajforge.schemas import DatasetRecord, Record
 
 #: `max_length` values trainers commonly use: the card warns about rows longer than these.
@@ -33,6 +34,7 @@ class RowFigures(Record):
     task_id: str
     pass_rate: float | None = None
     num_tokens: tuple[int, ...] = ()  # its rows of the messages view (none: view not written)
+    plots: RowPlots = RowPlots()  # what the run report's plots need (report_figures.py)
 
 
 def row_figures(record: DatasetRecord, num_tokens: Iterable[int] = ()) -> RowFigures:
@@ -43,6 +45,7 @@ def row_figures(record: DatasetRecord, num_tokens: Iterable[int] = ()) -> RowFig
         task_id=record.task_id,
         pass_rate=record.pass_rate,
         num_tokens=tuple(num_tokens),
+        plots=row_plots(record),
     )
 
 
@@ -60,8 +63,9 @@ def token_summary(tokens: list[int]) -> dict[str, Any] | None:
 
 
 def split_figures(rows: Iterable[tuple[str, RowFigures]]) -> dict[str, Any]:
-    """(split, figures) of every kept record -> the gap table, pass rates per split and the
-    messages view's token summary (the same figures the launcher read from the shards)."""
+    """(split, figures) of every kept record -> the gap table, pass rates per split, the
+    messages view's token summary (the same figures the launcher read from the shards) and
+    the run report's plot counts (`report_figures.ReportFigures`)."""
     rows = list(rows)
     gap = gap_table(
         {
@@ -78,6 +82,9 @@ def split_figures(rows: Iterable[tuple[str, RowFigures]]) -> dict[str, Any]:
         "gap": gap,
         "difficulty_by_split": split_difficulty(rates),
         "tokens": token_summary(tokens),
+        REPORT_KEY: ReportFigures.of((f.turns, f.tool_calls, f.plots) for _, f in rows).model_dump(
+            mode="json"
+        ),
     }
 
 

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 from trajforge.generators import task_verification
 from trajforge.generators.blueprint import run_blueprint
-from trajforge.generators.llm.wire_memo import IdentityMemo
 from trajforge.generators.noisy_teacher import NoisyTeacher
 from trajforge.generators.personas import sample_persona
 from trajforge.generators.prompts import strip_control_tokens
@@ -76,7 +75,7 @@ def _provenance(res: StageResources, task: Task, seed: int, attempt: int | None)
     return Provenance(
         models=dict(res.clients.models),
         seeds=seeds,
-        config_hash=config_hash_of(res.config),
+        config_hash=res.config_hash,
         trajforge_version=TRAJFORGE_VERSION,
     )
 
@@ -200,23 +199,6 @@ def _difficulty_columns(trajectory: Trajectory) -> dict:
     }
 
 
-#: Objects (the build's config, its domains: a few per worker) whose derived values every
-#: element of a build shares. The memos hold each object, so its id is never reused while
-#: cached, and are bounded for a process that makes many (tests).
-PER_OBJECT_LIMIT = 64
-
-
-def _tools_json_of(domain) -> str:
-    return json.dumps([s.openai_schema() for s in domain.toolbox.specs], sort_keys=True)
-
-
-#: The config hash (a dump and a content hash) once per config, not once per trajectory.
-config_hash_of: IdentityMemo = IdentityMemo(lambda c: c.config_hash(), PER_OBJECT_LIMIT)
-#: The domain's tools in OpenAI shape as JSON (the `tools_json` of each exported row), once
-#: per domain object instead of every tool's schema and a JSON dump per row.
-tools_json: IdentityMemo = IdentityMemo(_tools_json_of, PER_OBJECT_LIMIT)
-
-
 def to_dataset_record(res: StageResources, trajectory: Trajectory) -> DatasetRecord:
     """The exported row: OpenAI-format messages and tools, plus what filtering needs. The split
     is assigned later, per leakage cluster, from `split_keys` (pipelines/splits.py)."""
@@ -242,7 +224,7 @@ def to_dataset_record(res: StageResources, trajectory: Trajectory) -> DatasetRec
         persona_id=task.persona.id,
         mode=trajectory.mode,
         messages_json=json.dumps(exported_messages(trajectory), sort_keys=True),
-        tools_json=tools_json(res.domain_for(task.domain)),
+        tools_json=res.tools_json_for(task.domain),
         num_turns=sum(1 for m in trajectory.messages if m.role == "user"),
         num_tool_calls=len(trajectory.steps),
         termination=trajectory.termination,

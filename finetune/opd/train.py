@@ -34,11 +34,11 @@ from trajforge.finetune.agents import parse_agent
 from trajforge.finetune.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from trajforge.finetune.evaluate import (
     EvalConfig,
+    SplitTasks,
     evaluate,
     fresh_tasks,
     held_out_tasks,
-    run_split_domain,
-    split_tasks,
+    read_split,
 )
 from trajforge.finetune.families import TemplateFamily, resolve_family
 from trajforge.finetune.modeling import (
@@ -378,17 +378,16 @@ class OPDTrainer:
         return step
 
 
-def training_tasks(cfg: OPDConfig, domain: Domain) -> list[Task]:
-    """A run's `split` (train by default), or fresh verified tasks from OPD's own seeds."""
+def training_tasks(cfg: OPDConfig) -> SplitTasks:
+    """The domain and the tasks OPD trains on: exactly a run's `split` (train by default, never
+    golden for train), read once, in the domain its tasks carry; or fresh verified tasks of
+    `domain` from OPD's own seeds."""
     if cfg.tasks is not None:
-        return split_tasks(cfg.tasks, cfg.split)  # exactly that split: never golden for train
-
-    return fresh_tasks(domain, "opd", cfg.seed, cfg.num_tasks)[0]
-
-
-def opd_domain(cfg: OPDConfig) -> Domain:
-    """A run's tasks carry their domain (`tasks`); `domain` picks the domain of fresh tasks."""
-    return run_split_domain(cfg.tasks, cfg.split) if cfg.tasks else get_domain(cfg.domain)
+        return read_split(cfg.tasks, cfg.split)
+    domain = get_domain(cfg.domain)
+    return SplitTasks(
+        domain=domain, tasks=tuple(fresh_tasks(domain, "opd", cfg.seed, cfg.num_tasks)[0])
+    )
 
 
 def run_opd(cfg: OPDConfig) -> OPDResult:
@@ -406,9 +405,9 @@ def measure_heldout_kl(cfg: OPDConfig) -> float:
 def opd_trainer(cfg: OPDConfig) -> OPDTrainer:
     """Models, training tasks and held-out tasks loaded as configured, seeded."""
     torch.manual_seed(cfg.seed)
-    domain = opd_domain(cfg)
+    train = training_tasks(cfg)
     heldout, _ = held_out_tasks(
         EvalConfig(tasks=cfg.tasks, domain=cfg.domain, num_tasks=cfg.eval_tasks, seed=cfg.seed),
-        domain,
+        train.domain,
     )
-    return OPDTrainer(cfg, load_models(cfg), domain, training_tasks(cfg, domain), heldout)
+    return OPDTrainer(cfg, load_models(cfg), train.domain, list(train.tasks), heldout)

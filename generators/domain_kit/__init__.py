@@ -21,6 +21,7 @@ from trajforge.generators.domain_kit.assembly import (
     SynthesisRecipe,
     generic_instructions,
     numbered_requests,
+    owner_instructions,
     owner_patches,
     scenario_from_plan,
     synthesize,
@@ -31,6 +32,7 @@ from trajforge.generators.domain_kit.replay import copy_state, gold_final_hash, 
 from trajforge.generators.domain_kit.touches import entry, field, nothing
 
 __all__ = [
+    "owner_instructions",
     "owner_patches",
     "DISCLOSURE_RULES",
     "Opening",

@@ -71,6 +71,20 @@ def generic_instructions(
     )
 
 
+def owner_instructions(
+    collection: str, vocabulary: DomainVocabulary
+) -> Callable[[Plan, BaseModel, Persona], str]:
+    """A recipe's `instructions` for a domain whose actors are the records of `collection`
+    with an `owner` (toy's accounts, phone's lines): the generic instructions, in the name of
+    the plan's actor's owner (the persona, once `owner_patches` made it so)."""
+
+    def instructions(plan: Plan, state: BaseModel, persona: Persona) -> str:
+        owner = getattr(state, collection)[plan.actor].owner
+        return generic_instructions(plan, persona, vocabulary, name=owner)
+
+    return instructions
+
+
 def owner_patches(
     collection: str, actor: str, persona: Persona, prefix: str
 ) -> tuple[StatePatch, ...]:

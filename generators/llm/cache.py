@@ -9,17 +9,15 @@ processes (Beam may run several workers on one machine). Only successful respons
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-from trajforge.generators.llm.wire_memo import IdentityMemo
+from trajforge.generators.llm.request_keys import RequestKeys
 from trajforge.schemas import ChatRequest, ChatResponse, LLMClient, content_hash
-from trajforge.schemas.base import canonical_bytes
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -85,44 +83,6 @@ class ResponseCache:
         self._local = threading.local()
 
 
-def _kept_canonical(record: Any) -> bytes:
-    """A record's canonical JSON, as an exact-size copy (an encoder's buffer is not kept)."""
-    return bytes(memoryview(canonical_bytes(record.model_dump(mode="json"))))
-
-
-_canonical_of: IdentityMemo[Any] = IdentityMemo(_kept_canonical)
-
-#: The fields `request_key` spells out, in canonical (sorted) order; another field set (the
-#: schema grew) falls back to `ChatRequest.cache_key`.
-_KEY_FIELDS = ("messages", "model", "response_format", "sampling", "seed", "tools")
-_FAST_KEY = tuple(sorted(ChatRequest.model_fields)) == _KEY_FIELDS
-
-
-def request_key(request: ChatRequest) -> str:
-    """`request.cache_key()`, from each message's and tool's canonical JSON made once per
-    object: the whole request's dump and encoding per call was quadratic in the conversation
-    (~0.25 ms for a 20-message retail request). Canonical JSON is compact with sorted keys, so
-    the object's encoding is its sorted members' encodings joined (tested equal)."""
-    if not _FAST_KEY:
-        return request.cache_key()
-    parts = [
-        b'{"messages":[',
-        b",".join([_canonical_of(m) for m in request.messages]),
-        b'],"model":',
-        canonical_bytes(request.model),
-        b',"response_format":',
-        canonical_bytes(request.response_format),
-        b',"sampling":',
-        _canonical_of(request.sampling),
-        b',"seed":',
-        canonical_bytes(request.seed),
-        b',"tools":[',
-        b",".join([_canonical_of(t) for t in request.tools]),
-        b"]}",
-    ]
-    return hashlib.sha256(b"".join(parts)).hexdigest()
-
-
 class CachedLLM:
     """Answers from the cache when it can; otherwise asks `inner` and stores the answer."""
 
@@ -131,9 +91,11 @@ class CachedLLM:
         self.cache = cache
         self.model = getattr(inner, "model", "")
         self.namespace = namespace if namespace is not None else self.model
+        self.keys = RequestKeys()  # this client's memo of its records' canonical JSON
 
     def key_for(self, request: ChatRequest) -> str:
-        return content_hash([self.namespace, request_key(request)])
+        """The namespace and `request.cache_key()` (made from the memoised parts)."""
+        return content_hash([self.namespace, self.keys(request)])
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         key = self.key_for(request)

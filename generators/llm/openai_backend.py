@@ -37,12 +37,13 @@ from trajforge.generators.llm.openai_wire import (
     Failure,
     base_url_problem,
     decode_body,
+    encode_body,
     parse_chat,
     parse_retry_after,
+    request_payload,
     status_failure,
 )
 from trajforge.generators.llm.redact import redact, remember_secret
-from trajforge.generators.llm.wire_body import body_bytes, dumps, payload_dict
 from trajforge.schemas import ChatRequest, ChatResponse, LLMError
 
 __all__ = ["OpenAIBackend", "parse_retry_after", "resolve_transport"]
@@ -219,7 +220,6 @@ class OpenAIBackend:
         state = dict(self.__dict__)
         state.update(_api_key=None, _client=None, _client_loop=None)
         state.pop("_completions_url", None)
-        state.pop("_model_json", None)
         state.pop("_completions_target", None)
         return state
 
@@ -231,11 +231,11 @@ class OpenAIBackend:
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         client = self._client_for_running_loop()
-        payload: Any
+        payload: Any = self.payload_for(request)
         if self.transport == "aiohttp":  # encoded once, not once per attempt
-            post, payload = self._post_aiohttp, body_bytes(self._model_json, request)
+            post, payload = self._post_aiohttp, encode_body(payload)
         else:
-            post, payload = self._post_sdk, self.payload_for(request)
+            post = self._post_sdk
         problem = self._url_problem
         if problem:  # every attempt would fail the same way: permanent, no retry
             raise self._error(f"malformed URL: {problem} (not retryable)", 1)
@@ -319,13 +319,9 @@ class OpenAIBackend:
         except ValueError:
             return self._completions_url
 
-    @functools.cached_property
-    def _model_json(self) -> bytes:
-        return dumps(self.model)
-
     def payload_for(self, request: ChatRequest) -> dict[str, Any]:
         """The `/chat/completions` body; the backend's configured model is the one served."""
-        return payload_dict(self.model, request)
+        return request_payload(self.model, request)
 
     def _backoff_s(self, attempt: int, retry_after_s: float | None) -> float:
         """Full-jitter exponential backoff, or what the server asked for (capped)."""

@@ -16,22 +16,28 @@ from __future__ import annotations
 import email.utils
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from trajforge.generators.llm.redact import ERROR_BODY_CHARS, bounded, redact
 from trajforge.generators.llm.toolcall_text import parse_arguments
-from trajforge.schemas import ChatResponse
+from trajforge.schemas import ChatRequest, ChatResponse
 from trajforge.schemas.llm import FinishReason
 
 try:  # several times faster than json on these bodies; optional
     import orjson
 
     _fast_loads: Any = orjson.loads
+    encode_body: Callable[[Any], bytes] = orjson.dumps
 except ImportError:  # pragma: no cover - depends on the environment
     _fast_loads = json.loads
+
+    def encode_body(value: Any) -> bytes:
+        """Compact JSON, as orjson writes it (ASCII-escaped where orjson writes UTF-8)."""
+        return json.dumps(value, separators=(",", ":")).encode()
+
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 FINISH_REASONS: Mapping[str, FinishReason] = {
@@ -56,6 +62,33 @@ class Failure:
 
 class BadResponse(ValueError):
     """A JSON body that is not a usable chat completion; the message says what is wrong."""
+
+
+def request_payload(model: str, request: ChatRequest) -> dict[str, Any]:
+    """The `/chat/completions` body as a dict: every message and tool converted per request.
+
+    A rollout resends its whole conversation, so this is quadratic in its length; caching the
+    conversions by object identity saved no measurable whole-build CPU (benchmarks/README.md,
+    "Issue 31: wire_body and wire_memo, measured again"), so it is done plainly. Optional
+    members only when set, in this order (the request bodies of earlier builds, byte for
+    byte)."""
+    sampling = request.sampling
+    payload: dict[str, Any] = {
+        "model": model,
+        "messages": [m.openai_dict() for m in request.messages],
+        "temperature": sampling.temperature,
+        "top_p": sampling.top_p,
+        "max_tokens": sampling.max_tokens,
+    }
+    if request.tools:
+        payload["tools"] = [t.openai_schema() for t in request.tools]
+    if request.seed is not None:
+        payload["seed"] = request.seed
+    if sampling.stop:
+        payload["stop"] = list(sampling.stop)
+    if request.response_format == "json_object":
+        payload["response_format"] = {"type": "json_object"}
+    return payload
 
 
 def status_failure(status: int, headers: Mapping[str, str], body: str) -> Failure:

@@ -7,6 +7,7 @@ and the outcome with its reasons.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 
@@ -32,13 +33,16 @@ class Sample(Record):
     turns: tuple[Turn, ...] = ()
 
 
-def kept(run_dir: str, split: str | None = None) -> Iterator[tuple[str, Trajectory]]:
-    """(split, trajectory) of kept rows, in file order."""
+def kept(
+    run_dir: str, split: str | None = None, batch_rows: int = 1024
+) -> Iterator[tuple[str, Trajectory]]:
+    """(split, trajectory) of kept rows, in file order, read `batch_rows` at a time (a caller
+    that stops after n rows reads about n)."""
     for name in io.SPLITS:
         if split is not None and name != split:
             continue
         for path in io.split_files(run_dir, name):
-            for row in io.iter_parquet(path, ["trajectory_json"]):
+            for row in io.iter_parquet(path, ["trajectory_json"], batch_rows):
                 yield name, Trajectory.from_json(row["trajectory_json"])
 
 
@@ -86,15 +90,15 @@ def transcript(trajectory: Trajectory) -> tuple[Turn, ...]:
 
 
 def kept_samples(run_dir: str, split: str | None, n: int) -> list[Sample]:
-    out = []
-    for name, t in kept(run_dir, split):
-        if len(out) >= n:
-            break
-        out.append(Sample(id=t.id, status=name, turns=transcript(t)))
-    return out
+    """The first `n` kept rows as transcripts: only those rows are read (batches of n), never
+    a whole shard."""
+    rows = itertools.islice(kept(run_dir, split, batch_rows=max(1, n)), n)
+    return [Sample(id=t.id, status=name, turns=transcript(t)) for name, t in rows]
 
 
 def rejected_samples(run_dir: str, reason: str | None, n: int) -> list[Sample]:
+    """The first `n` rejections (of `reason`, if given) as samples: the JSONL shards are
+    streamed line by line and left once n are found."""
     out = []
     for r in rejected(run_dir, reason):
         if len(out) >= n:

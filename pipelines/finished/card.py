@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 from huggingface_hub.repocard_data import DatasetCardData
 
 from trajforge.pipelines import io, shards, views
+from trajforge.pipelines.manifest import Manifest
 from trajforge.pipelines.split_figures import token_summary
 
 SIZE_CATEGORIES = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"))
@@ -141,7 +142,7 @@ def with_repo_id(card: str, repo_id: str) -> str:
     return card.replace(f'load_dataset("{PLACEHOLDER_REPO_ID}"', f'load_dataset("{repo_id}"')
 
 
-def _body(manifest: dict[str, Any], run_dir: str, on_disk: dict, tokens: dict | None) -> str:
+def _body(manifest: Manifest, run_dir: str, on_disk: dict, tokens: dict | None) -> str:
     sections = [
         *_intro(manifest),
         _splits_section(manifest),
@@ -157,11 +158,11 @@ def _body(manifest: dict[str, Any], run_dir: str, on_disk: dict, tokens: dict | 
     return "\n\n".join(s for s in sections if s)
 
 
-def _intro(manifest: dict[str, Any]) -> list[str]:
+def _intro(manifest: Manifest) -> list[str]:
     """The title, what every kept row passed, and the empty-dataset note."""
-    cfg = manifest["config"]
+    cfg = manifest.config
     judges = (
-        "an LLM judge (" + manifest["models"]["judge"]["model"] + ")"
+        "an LLM judge (" + manifest.models["judge"].model + ")"
         if cfg["quality"]["judge"]["enabled"]
         else "no LLM judge (disabled)"
     )
@@ -171,14 +172,14 @@ def _intro(manifest: dict[str, Any]) -> list[str]:
         f"`{cfg['mode']}`. Every kept row passed the programmatic outcome verifier (its tool "
         f"calls replay to the gold final-state hash and it communicated the expected outputs), "
         f"the shortcut filters and dedup; it was scored by {judges}.",
-        EMPTY_NOTE if manifest["outputs"]["kept"] == 0 else "",
+        EMPTY_NOTE if manifest.outputs.kept == 0 else "",
     ]
 
 
-def _splits_section(manifest: dict[str, Any]) -> str:
-    cfg = manifest["config"]
+def _splits_section(manifest: Manifest) -> str:
+    cfg = manifest.config
     wanted = cfg["output"]["splits"]
-    written = manifest["outputs"]["splits"]
+    written = manifest.outputs.splits
     names = [
         *written,
         *(s for s in ("train", "validation", "golden") if wanted[s] and s not in written),
@@ -186,13 +187,13 @@ def _splits_section(manifest: dict[str, Any]) -> str:
     split_rows = [  # a configured split that drew no rows is listed with 0
         [
             s,
-            written.get(s, {}).get("rows", 0),
-            len(written.get(s, {}).get("shards", ())),
+            written[s].rows if s in written else 0,
+            len(written[s].shards) if s in written else 0,
             f"{wanted[s]:g}",
         ]
         for s in names
     ]
-    balance = manifest.get("splits", {}).get("balance") or {}
+    balance = manifest.splits.get("balance") or {}
     return (
         "## Splits\n\n"
         + _table(["split", "rows", "shards", "configured fraction"], split_rows)
@@ -200,39 +201,40 @@ def _splits_section(manifest: dict[str, Any]) -> str:
         + "\n\nSplits are assigned by leakage cluster (task, template, configured shared "
         "entities, near-duplicates); `golden` is frozen by the split seed "
         f"({cfg['output']['splits']['seed']}). Leakage report (must be all zero): "
-        f"`{json.dumps(manifest.get('splits', {}).get('leakage', {}), sort_keys=True)}`."
+        f"`{json.dumps(manifest.splits.get('leakage', {}), sort_keys=True)}`."
     )
 
 
-def _recipe(manifest: dict[str, Any]) -> str:
+def _recipe(manifest: Manifest) -> str:
+    models = {role: m.model_dump(mode="json") for role, m in manifest.models.items()}
     return "## Recipe\n\n" + _table(
         ["item", "value"],
         [
-            ["config hash", f"`{manifest['config_hash']}`"],
-            ["models", f"`{json.dumps(manifest['models'], sort_keys=True)}`"],
-            ["seed", manifest["config"]["seed"]],
-            ["tasks", manifest["inputs"]],
-            ["versions", f"`{json.dumps(manifest['versions'], sort_keys=True)}`"],
+            ["config hash", f"`{manifest.config_hash}`"],
+            ["models", f"`{json.dumps(models, sort_keys=True)}`"],
+            ["seed", manifest.config["seed"]],
+            ["tasks", manifest.inputs],
+            ["versions", f"`{json.dumps(manifest.versions, sort_keys=True)}`"],
         ],
     )
 
 
-def _filters_section(manifest: dict[str, Any]) -> str:
-    out = manifest["outputs"]
+def _filters_section(manifest: Manifest) -> str:
+    out = manifest.outputs
     filters = [
         [stage, reason, n]
-        for stage, reasons in sorted(out["rejected_by_stage"].items())
+        for stage, reasons in sorted(out.rejected_by_stage.items())
         for reason, n in sorted(reasons.items())
     ]
     return (
-        "## Filters\n\n" + f"Inputs {manifest['inputs']}: kept {out['kept']}, rejected "
-        f"{out['rejected']}, dead-lettered {out['dead_lettered']}.\n\n"
+        "## Filters\n\n" + f"Inputs {manifest.inputs}: kept {out.kept}, rejected "
+        f"{out.rejected}, dead-lettered {out.dead_lettered}.\n\n"
         + (_table(["stage", "reason", "rejected"], filters) if filters else "Nothing was rejected.")
     )
 
 
-def _diversity(manifest: dict[str, Any]) -> str:
-    div = manifest.get("diversity")
+def _diversity(manifest: Manifest) -> str:
+    div = manifest.diversity
     if not div:
         return "## Diversity and coverage\n\nNo kept rows, nothing to measure."
     scalars = [[k, _cell(v)] for k, v in sorted(div.items()) if not isinstance(v, list | dict)]
@@ -264,9 +266,9 @@ def _coverage_row(entry: dict[str, Any]) -> list[Any]:
     return [f"`{entry['dimension']}`", covered, per_value]
 
 
-def _difficulty(manifest: dict[str, Any]) -> str:
+def _difficulty(manifest: Manifest) -> str:
     """Baseline difficulty (rollout.attempts > 1): what the build's agent scored per task."""
-    d = manifest.get("difficulty")
+    d = manifest.difficulty
     if not d:
         return ""
     k = d["attempts_per_task"]
@@ -285,8 +287,8 @@ def _difficulty(manifest: dict[str, Any]) -> str:
     )
 
 
-def _gap(manifest: dict[str, Any]) -> str:
-    gap = manifest.get("splits", {}).get("gap", [])
+def _gap(manifest: Manifest) -> str:
+    gap = manifest.splits.get("gap", [])
     if not gap:
         return ""
     rows = [[g["criterion"], g["train_mean"], g["golden_mean"], g["gap"]] for g in gap]
@@ -325,18 +327,19 @@ READ_FROM_SHARDS = "read from shards"
 
 
 def dataset_card(
-    run_dir: str, manifest: dict[str, Any], tokens: dict[str, Any] | None | str = READ_FROM_SHARDS
+    run_dir: str, manifest: Manifest, tokens: dict[str, Any] | None | str = READ_FROM_SHARDS
 ) -> str:
-    """The card's text; `tokens`: the messages view's token summary when the caller has it
+    """The card's text, from the typed manifest (`manifest.read_manifest` for a finished run);
+    `tokens`: the messages view's token summary when the caller has it
     (`split_figures.token_summary`; None: no such rows)."""
     on_disk = outputs_on_disk(run_dir)
-    cfg = manifest["config"]
+    cfg = manifest.config
     card_cfg = cfg["output"]["card"]
     data = DatasetCardData(
         license=card_cfg["license"],
         language=list(card_cfg["language"]),
         pretty_name=card_cfg["pretty_name"] or cfg["name"],
-        size_categories=[size_category(manifest["outputs"]["kept"])],
+        size_categories=[size_category(manifest.outputs.kept)],
         task_categories=["text-generation"],
         tags=["trajforge", "tool-use", "agents", "synthetic"],
         configs=hub_configs(on_disk),

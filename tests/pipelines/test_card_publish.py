@@ -14,6 +14,7 @@ from trajforge.pipelines.finished.publish import (
     files_to_upload,
     publish,
 )
+from trajforge.pipelines.manifest import Manifest
 
 REQUIRED = ("license", "language", "task_categories", "size_categories", "pretty_name", "configs")
 
@@ -155,7 +156,7 @@ def test_a_far_split_is_noted_in_the_card_and_the_summary(built_run):
     assert "balance" in manifest["splits"]
     note = "realised split 5 train / 7 golden is far from the configured 0.75/0.25"
     manifest["splits"]["balance"].update(far=True, note=note)
-    assert f"**Note:** {note}" in dataset_card(str(built_run), manifest)
+    assert f"**Note:** {note}" in dataset_card(str(built_run), Manifest.model_validate(manifest))
     assert f"note: {note}" in summary_table(manifest)
 
 
@@ -168,5 +169,5 @@ def test_a_capped_golden_is_noted_even_near_the_ratio(built_run):
     manifest = json.loads((built_run / "manifest.json").read_text())
     note = "Golden capped at 0.25 of the rows plus one cluster: 1 cluster drawn for golden"
     manifest["splits"]["balance"].update(far=False, note=note, capped_clusters=[4])
-    assert f"**Note:** {note}" in dataset_card(str(built_run), manifest)
+    assert f"**Note:** {note}" in dataset_card(str(built_run), Manifest.model_validate(manifest))
     assert f"note: {note}" in summary_table(manifest)

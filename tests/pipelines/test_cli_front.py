@@ -139,10 +139,10 @@ def test_eval_of_a_plugin_run_uses_the_plugin_domain(plugin_run, monkeypatch, ca
     from trajforge.finetune import evaluate
 
     seen = []
-    real = evaluate.run_split_domain
-    monkeypatch.setattr(evaluate, "run_split_domain", lambda *a: seen.append(real(*a)) or seen[-1])
+    real = evaluate.read_split
+    monkeypatch.setattr(evaluate, "read_split", lambda *a: seen.append(real(*a)) or seen[-1])
     assert main(["eval", "--model", "oracle", "--tasks", str(plugin_run), "--k", "1"]) == 0
-    assert [d.name for d in seen] == ["outlet"]
+    assert [run.domain.name for run in seen] == ["outlet"]
 
 
 @pytest.fixture(scope="module")
@@ -156,15 +156,15 @@ def test_opd_trains_on_exactly_its_split_in_the_runs_domain(toy_run, tmp_path):
     reader took golden whenever a build had one) in the default domain (retail)."""
     from trajforge.finetune.evaluate import split_tasks
     from trajforge.finetune.opd.config import OPDConfig
-    from trajforge.finetune.opd.train import opd_domain, training_tasks
+    from trajforge.finetune.opd.train import training_tasks
 
     model = tmp_path / "model"
     model.mkdir()
     cfg = OPDConfig(student=str(model), teacher=str(model), output=str(tmp_path / "o"),
                     tasks=str(toy_run), split="train")  # fmt: skip
-    domain = opd_domain(cfg)
-    assert domain.name == "toy"
-    trained = {t.id for t in training_tasks(cfg, domain)}
+    train = training_tasks(cfg)
+    assert train.domain.name == "toy"
+    trained = {t.id for t in train.tasks}
     golden = {t.id for t in split_tasks(toy_run, "golden")}
     assert trained == {t.id for t in split_tasks(toy_run, "train")}
     assert trained and golden and not trained & golden
@@ -176,3 +176,47 @@ def test_rl_environments_serve_a_runs_tasks_in_the_runs_domain(toy_run):
     loaded = load_env_tasks(EnvTaskSource(tasks=str(toy_run), split="train"))
     assert loaded.domain.name == "toy" and loaded.tasks
     assert {t.domain for t in loaded.tasks} == {"toy"}
+
+
+@pytest.fixture
+def parquet_reads(monkeypatch) -> list[str]:
+    """The Parquet files read whole (`pq.read_table`) from here on, in order."""
+    import pyarrow.parquet as pq
+
+    reads: list[str] = []
+    real = pq.read_table
+    monkeypatch.setattr(
+        pq, "read_table", lambda path, **kw: reads.append(str(path)) or real(path, **kw)
+    )
+    return reads
+
+
+def test_a_runs_split_is_read_once_for_its_domain_and_its_tasks(
+    toy_run, tmp_path, parquet_reads, capsys, monkeypatch
+):
+    """Eval, OPD and the RL environments learn the domain from the tasks they then use: each
+    of the split's files is read once (each caller read the split twice before). Eval's
+    baseline (the build's measured difficulty, `load_task_difficulty`) is a read of its own,
+    left out here."""
+    from trajforge.finetune import evaluate
+    from trajforge.finetune.env_tasks import EnvTaskSource, load_env_tasks
+    from trajforge.finetune.opd.config import OPDConfig
+    from trajforge.finetune.opd.train import training_tasks
+
+    train_files = sorted(str(p) for p in (toy_run / "data").glob("train-*.parquet"))
+    golden_files = sorted(str(p) for p in (toy_run / "data").glob("golden-*.parquet"))
+    monkeypatch.setattr(evaluate, "load_task_difficulty", lambda *a: {})
+    assert main(["eval", "--model", "oracle", "--tasks", str(toy_run), "--k", "1"]) == 0, (
+        capsys.readouterr().err
+    )
+    assert sorted(parquet_reads) == golden_files
+    parquet_reads.clear()
+    load_env_tasks(EnvTaskSource(tasks=str(toy_run), split="train"))
+    assert sorted(parquet_reads) == train_files
+    parquet_reads.clear()
+    model = tmp_path / "model"
+    model.mkdir()
+    cfg = OPDConfig(student=str(model), teacher=str(model), output=str(tmp_path / "o"),
+                    tasks=str(toy_run), split="train")  # fmt: skip
+    training_tasks(cfg)
+    assert sorted(parquet_reads) == train_files

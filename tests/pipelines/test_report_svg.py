@@ -51,12 +51,9 @@ def _parse(svg: str) -> ET.Element:
 
 
 def test_each_chart_is_well_formed_svg_with_its_bars_and_labels():
-    manifest = {
-        "stage_counts": {"synthesize.kept": 10, "outcome.kept": 6, "outcome.rejected.x": 4},
-        "inputs": 10,
-        "outputs": {"rejected_by_stage": {"outcome": {"state_mismatch": 3, "a<b": 1}}},
-    }
-    root = _parse(report.waterfall(manifest))
+    counts = {"synthesize.kept": 10, "outcome.kept": 6, "outcome.rejected.x": 4}
+    rejected = {"outcome": {"state_mismatch": 3, "a<b": 1}}
+    root = _parse(report.waterfall(counts, 10, rejected))
     texts = [t.text for t in root.iter(f"{SVG}text")]
     assert {"inputs", "synthesize", "outcome", "kept", "state_mismatch", "a<b"} <= set(texts)
     root = _parse(report.histogram([1, 2, 2, 3], "user turns", "turns", bins=2))

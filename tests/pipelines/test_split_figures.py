@@ -1,19 +1,22 @@
-"""The per-split figures (gap table, pass rate by split, the card's token counts) are gathered
-in the pipeline: the launcher reads no shard for them, and they equal what reading the
-shards gives."""
+"""The per-split figures (gap table, pass rate by split, the card's token counts) and the run
+report's plot counts are gathered in the pipeline: the launcher and the report read no shard
+for them, and they equal what reading the shards gives."""
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import pytest
 
 from trajforge.pipelines import build, io
 from trajforge.pipelines.config import BuildConfig
-from trajforge.pipelines.finished import card
-from trajforge.pipelines.manifest import Manifest
+from trajforge.pipelines.finished import browse, card, report
+from trajforge.pipelines.manifest import Manifest, ManifestError, read_manifest
+from trajforge.pipelines.report_figures import ReportFigures, row_plots
 from trajforge.pipelines.run_dir import prepare_run_dir
 from trajforge.pipelines.split_figures import gap_table, split_difficulty, token_summary
+from trajforge.schemas import AxisScore, DatasetRecord, Judgement
 
 CONFIG = {
     "name": "figures",
@@ -71,8 +74,9 @@ def test_the_card_token_counts_equal_the_messages_view(built):
     summary = token_summary(tokens)
     assert summary is not None and summary["rows"] == len(tokens)
     card_text = io.read_text(io.join(run, "README.md"))
-    assert card_text == card.dataset_card(run, manifest, summary)
-    assert card_text == card.dataset_card(run, manifest)  # read from the shards: the same
+    typed = Manifest.model_validate(manifest)
+    assert card_text == card.dataset_card(run, typed, summary)
+    assert card_text == card.dataset_card(run, typed)  # read from the shards: the same
 
 
 #: manifest.json's top-level keys, which the card, the report, `show` and data_value read.
@@ -89,3 +93,80 @@ def test_the_manifest_on_disk_is_the_typed_record_with_the_same_keys(built):
     assert on_disk == manifest and set(on_disk) == MANIFEST_KEYS
     assert Manifest.model_validate(on_disk).to_dict() == on_disk
     assert on_disk["accounting"]["holds"] and on_disk["status"] == "succeeded"
+
+
+def _plot_counts_from_the_shards(run_dir: str) -> ReportFigures:
+    """What the report counted by reading every kept row back (its code before issue 31)."""
+    turns, calls, tools, tasks, traits = Counter(), Counter(), Counter(), Counter(), Counter()
+    scores: dict[str, Counter] = {}
+    for _, t in browse.kept(run_dir):
+        turns[sum(1 for m in t.messages if m.role == "user")] += 1
+        calls[len(t.steps)] += 1
+        tools.update(s.call.name for s in t.steps)
+        tasks.update(t.task.intent.task_types)
+        for name, value in t.task.persona.traits.model_dump().items():
+            traits[f"{name}={value}"] += 1
+        for j in t.judgements:
+            for a in j.axes:
+                scores.setdefault(a.axis, Counter())[a.score] += 1
+    return ReportFigures(
+        turns=dict(turns),
+        tool_calls=dict(calls),
+        tools=dict(tools),
+        task_types=dict(tasks),
+        traits=dict(traits),
+        scores={axis: dict(c) for axis, c in scores.items()},
+    )
+
+
+def test_the_report_plots_equal_the_shards_and_read_only_the_samples(built, monkeypatch):
+    run, _ = built
+    figures = report.report_figures(run)
+    assert figures == _plot_counts_from_the_shards(run) and figures.tools and figures.traits
+    written = io.read_text(io.join(run, report.REPORT_FILE))
+    rows_read = []
+    real = io.iter_parquet
+    monkeypatch.setattr(io, "iter_parquet", lambda *a: (rows_read.append(1) or r for r in real(*a)))
+    monkeypatch.setattr(report, "SAMPLES", 2)
+    report.render_report(run)  # the manifest read back and typed
+    assert len(rows_read) == 2  # the two samples shown, not every kept row
+    monkeypatch.setattr(report, "SAMPLES", 20)
+    assert report.render_report(run) == written
+
+
+def test_a_manifest_from_another_version_is_one_clear_error(built, tmp_path):
+    run, manifest = built
+    older = {k: v for k, v in manifest.items() if k != "local_processes"}
+    (tmp_path / "manifest.json").write_text(json.dumps(older))
+    assert read_manifest(run) == Manifest.model_validate(manifest)
+    with pytest.raises(ManifestError, match="field `local_processes`: Field required.*rebuild"):
+        read_manifest(str(tmp_path))
+
+
+def test_judge_scores_reach_the_report_figures_per_axis(built):
+    """Every judgement's axes (the build above ran no judge): counted by axis, whichever judge."""
+    run, _ = built
+    _, trajectory = next(browse.kept(run))
+    judged = trajectory.model_copy(
+        update={
+            "judgements": (
+                Judgement(judge="a", status="graded", axes=(AxisScore(axis="tone", score=0.5),)),
+                Judgement(
+                    judge="b/c",
+                    status="graded",
+                    axes=(AxisScore(axis="tone", score=1.0), AxisScore(axis="grounded", score=0.5)),
+                ),
+            )
+        }
+    )
+    record = DatasetRecord.model_construct(
+        trajectory_json=judged.to_json(), task_types=judged.task.intent.task_types
+    )
+    plots = row_plots(record)
+    assert plots.axis_scores == (("tone", 0.5), ("tone", 1.0), ("grounded", 0.5))
+    assert plots.tools == tuple(s.call.name for s in judged.steps)
+    figures = ReportFigures.of([(1, 2, plots), (1, 3, plots)])
+    assert figures.scores == {"tone": {0.5: 2, 1.0: 2}, "grounded": {0.5: 2}}
+    assert figures.turns == {1: 2} and figures.tool_calls == {2: 1, 3: 1}
+    again = ReportFigures.model_validate(json.loads(json.dumps(figures.model_dump(mode="json"))))
+    assert again == figures  # through splits.json and back

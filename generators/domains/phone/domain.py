@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from importlib import resources
 
+from trajforge.generators.domain_kit import synthesize
 from trajforge.generators.domains.phone import tasks
 from trajforge.generators.domains.phone.data_model import PhoneState, generate_state
 from trajforge.generators.domains.phone.rules import PHONE_CHECKS, PHONE_RULES
@@ -39,4 +40,4 @@ class PhoneDomain:
 
     def synthesize_task(self, persona: Persona, seed: int) -> Task:
         """An unverified task (run `verify_task` next); raises TaskRejected if none is feasible."""
-        return tasks.synthesize_task(world_toolbox(self), self.initial_state, persona, seed)
+        return synthesize(tasks.recipe(world_toolbox(self)), self.initial_state, persona, seed)

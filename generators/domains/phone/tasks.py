@@ -10,24 +10,22 @@ scripted user takes them.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from types import MappingProxyType
 
 from trajforge.generators.domain_kit import (
     Opening,
-    Plan,
     SubGoal,
     SubGoalBuilder,
     SynthesisRecipe,
     act,
-    generic_instructions,
+    owner_instructions,
     owner_patches,
-    synthesize,
 )
 from trajforge.generators.domains.phone.data_model import PhoneState
 from trajforge.generators.tooling import Toolbox
 from trajforge.generators.vocabulary import DomainVocabulary, with_generic_verbs
-from trajforge.schemas import GoldAction, InitialState, Persona, StatePatch, Task
+from trajforge.schemas import GoldAction, Persona, StatePatch
 
 DOMAIN_NAME = "phone"
 
@@ -127,12 +125,6 @@ class PhoneTaskSpace:
         return owner_patches("lines", actor, persona, "#L")
 
 
-def _instructions(plan: Plan, state: PhoneState, persona: Persona) -> str:
-    """The generic instructions, in the name of the line's owner."""
-    owner = state.lines[plan.actor].owner
-    return generic_instructions(plan, persona, VOCABULARY, name=owner)
-
-
 def recipe(toolbox: Toolbox) -> SynthesisRecipe:
     """The kit's inputs (`toolbox`: both actors' tools, so the gold plan replays whole)."""
     return SynthesisRecipe(
@@ -140,16 +132,6 @@ def recipe(toolbox: Toolbox) -> SynthesisRecipe:
         vocabulary=VOCABULARY,
         space=PhoneTaskSpace(),
         toolbox=toolbox,
-        instructions=_instructions,
+        instructions=owner_instructions("lines", VOCABULARY),
         complexities=(1, 2),
     )
-
-
-def synthesize_task(
-    toolbox: Toolbox,
-    initial_state: Callable[[InitialState], PhoneState],
-    persona: Persona,
-    seed: int,
-) -> Task:
-    """A phone task for `persona` over the world generated from `seed`, or TaskRejected."""
-    return synthesize(recipe(toolbox), initial_state, persona, seed)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from importlib import resources
 
+from trajforge.generators.domain_kit import synthesize
 from trajforge.generators.domains.toy import tasks
 from trajforge.generators.domains.toy.data_model import ToyState, generate_state
 from trajforge.generators.domains.toy.rules import TOY_RULES
@@ -35,4 +36,4 @@ class ToyDomain:
 
     def synthesize_task(self, persona: Persona, seed: int) -> Task:
         """An unverified task (run `verify_task` next); raises TaskRejected if none is feasible."""
-        return tasks.synthesize_task(self.toolbox, self.initial_state, persona, seed)
+        return synthesize(tasks.recipe(self.toolbox), self.initial_state, persona, seed)

@@ -9,24 +9,22 @@ toy domain's own: its vocabulary, its two sub-goal builders, and who the actors 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from types import MappingProxyType
 
 from trajforge.generators.domain_kit import (
     Opening,
-    Plan,
     SubGoal,
     SubGoalBuilder,
     SynthesisRecipe,
     act,
-    generic_instructions,
+    owner_instructions,
     owner_patches,
-    synthesize,
 )
 from trajforge.generators.domains.toy.data_model import ToyState
 from trajforge.generators.tooling import Toolbox
 from trajforge.generators.vocabulary import DomainVocabulary, with_generic_verbs
-from trajforge.schemas import InitialState, Persona, StatePatch, Task
+from trajforge.schemas import Persona, StatePatch
 
 DOMAIN_NAME = "toy"
 
@@ -99,12 +97,6 @@ class ToyTaskSpace:
         return owner_patches("accounts", actor, persona, "#A")
 
 
-def _instructions(plan: Plan, state: ToyState, persona: Persona) -> str:
-    """The generic instructions, in the name of the account's owner."""
-    owner = state.accounts[plan.actor].owner
-    return generic_instructions(plan, persona, VOCABULARY, name=owner)
-
-
 def recipe(toolbox: Toolbox) -> SynthesisRecipe:
     """The kit's inputs for the toy domain (generic instructions, no scenario rewrite)."""
     return SynthesisRecipe(
@@ -112,16 +104,6 @@ def recipe(toolbox: Toolbox) -> SynthesisRecipe:
         vocabulary=VOCABULARY,
         space=ToyTaskSpace(),
         toolbox=toolbox,
-        instructions=_instructions,
+        instructions=owner_instructions("accounts", VOCABULARY),
         complexities=(1, 2),
     )
-
-
-def synthesize_task(
-    toolbox: Toolbox,
-    initial_state: Callable[[InitialState], ToyState],
-    persona: Persona,
-    seed: int,
-) -> Task:
-    """A toy task for `persona` over the world generated from `seed`, or TaskRejected."""
-    return synthesize(recipe(toolbox), initial_state, persona, seed)

@@ -1,13 +1,13 @@
-"""Wire forms of frozen records, made once per record instead of once per request.
+"""A bounded memo of a pure function of frozen records, keyed by the record's identity.
 
-Why: a rollout sends its whole conversation with every agent request, so converting each
-`Message` (and each `ToolSpec`) to its OpenAI dict on every request is quadratic in the
-conversation's length: 11 conversions per request in a 4-turn retail rollout, ~1 ms per
-rollout on the event-loop thread. Records are frozen, and requests carry the very message
-objects the rollout appended (validation does not copy model instances), so a memo by
-identity answers from the second request on. Pydantic models take no weak references, so
-each entry holds its record (the identity stays valid) and the memo is bounded (two generations, see `IdentityMemo`).
-The wire dicts are shared: callers serialise them and never mutate them.
+Why: the response cache keys every request by its canonical JSON, and a rollout resends its
+whole conversation with every request, so dumping every message again per request is quadratic
+in the conversation's length. Records are frozen, and requests carry the very message objects
+the rollout appended (validation does not copy model instances), so a memo by identity answers
+from the second request on. Pydantic models take no weak references, so each entry holds its
+record (the identity stays valid) and the memo is bounded (two generations, see
+`IdentityMemo`). A memo is owned by the object that uses it (`request_keys.RequestKeys`, one
+per `CachedLLM`), never module state. Values are shared: callers never mutate them.
 """
 
 from __future__ import annotations

@@ -1,24 +1,39 @@
-"""The request body assembled from memoised parts is byte-identical to encoding the whole dict."""
+"""The request bodies reaching the endpoint and the response cache's keys, pinned.
+
+The backend builds each body plainly (every message and tool converted per request, the dict
+encoded whole); the cache keys each request by `ChatRequest.cache_key()`, made from its
+records' memoised canonical JSON (`RequestKeys`, one per `CachedLLM`). Earlier versions
+assembled the bodies from module-level memos too; the digests below were taken from that code
+(commit 670328b) on the same random requests, so a change to any body byte or any key fails.
+Only public entry points are used (`OpenAIBackend.complete` over a socket, `CachedLLM.key_for`),
+so the same test runs against either implementation.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import json
+import hashlib
 import random
 import re
-import sys
 
 import orjson
 
-from trajforge.generators.llm.cache import request_key
+from trajforge.generators.llm.cache import CachedLLM, ResponseCache
 from trajforge.generators.llm.openai_backend import OpenAIBackend
-from trajforge.generators.llm.wire_body import (
-    TOOL_LISTS_KEPT,
-    _kept_encoding,
-    _tool_list_json,
-    body_bytes,
+from trajforge.generators.llm.scripted import ScriptedLLM
+from trajforge.schemas import (
+    ChatRequest,
+    Message,
+    SamplingParams,
+    ToolCall,
+    ToolSpec,
+    content_hash,
 )
-from trajforge.schemas import ChatRequest, Message, SamplingParams, ToolCall, ToolSpec
+
+#: sha256 of every body, in order, that `growing_requests()` puts on the socket (670328b).
+BODIES_DIGEST = "8eec8f04e3fc6ec33fdb180710ed5a97978c38a1efe6f057d5d548e97e8cd3bd"
+#: sha256 of every cache key, in order, of `growing_requests()` (670328b).
+KEYS_DIGEST = "5bf9dc7e4bcb89407af431aedcc186d510ce84c48e406cbcd9bc14c7d37673bf"
 
 TEXTS = [
     "",
@@ -94,52 +109,6 @@ def random_sampling(rng: random.Random) -> SamplingParams:
     )
 
 
-def test_growing_conversations_match_the_whole_encoding():
-    """Many rollouts' requests (the same message objects resent, as a rollout does): every body
-    equals the reference, byte for byte."""
-    rng = random.Random(7)
-    backend = OpenAIBackend("m-ü", base_url="http://127.0.0.1:9/v1", needs_api_key=False)
-    tool_lists = [tuple(random_tool(rng, i) for i in range(n)) for n in (0, 1, 3, 12)]
-    checked = 0
-    for _ in range(60):
-        messages = [random_message(rng, i) for i in range(rng.randint(0, 14))]
-        tools = rng.choice(tool_lists)
-        for end in range(len(messages) + 1):
-            request = ChatRequest(
-                model="ignored",
-                messages=tuple(messages[:end]),
-                tools=tuple(tools),  # a new tuple of the same specs per request
-                sampling=random_sampling(rng),
-                seed=rng.choice([None, 0, rng.randint(0, (1 << 63) - 1)]),
-                response_format=rng.choice(["text", "json_object"]),
-            )
-            body = body_bytes(backend._model_json, request)
-            assert body == fresh_body("m-ü", request)
-            assert json.loads(body) == backend.payload_for(request)
-            checked += 1
-    assert checked > 300
-
-
-def test_equal_but_distinct_records_are_encoded_anew():
-    """A twin with equal fields (but another schema key order) is not answered from the memo."""
-    backend = OpenAIBackend("m", base_url="http://127.0.0.1:9/v1", needs_api_key=False)
-    spec = {"name": "t", "description": "d", "kind": "read", "mutates_state": False}
-    first = ToolSpec(parameters={"a": 1, "b": 2}, **spec)
-    twin = ToolSpec(parameters={"b": 2, "a": 1}, **spec)
-    assert first == twin  # pydantic equality ignores dict order; the wire does not
-    for tool in (first, twin, first):
-        request = ChatRequest(model="m", messages=(), tools=(tool,))
-        assert body_bytes(backend._model_json, request) == fresh_body("m", request)
-
-
-def test_tool_list_memo_is_bounded():
-    rng = random.Random(3)
-    lists = [(random_tool(rng, i),) for i in range(TOOL_LISTS_KEPT * 2 + 5)]
-    for tools in lists:
-        assert _tool_list_json(tools) == orjson.dumps([t.openai_schema() for t in tools])
-    assert len(_tool_list_json._entries) <= TOOL_LISTS_KEPT
-
-
 async def _capture_raw_requests(requests: list[ChatRequest]) -> list[tuple[bytes, bytes]]:
     """Each request as the server reads it off the socket: (head, body)."""
     reply = orjson.dumps({"choices": [{"message": {"role": "assistant", "content": "ok"}}]})
@@ -183,33 +152,55 @@ def test_requests_on_the_socket_carry_the_reference_bodies():
     assert len(heads) == 1 and next(iter(heads)).startswith(b"POST /v1/chat/completions HTTP/1.1")
 
 
-def test_kept_message_encodings_hold_no_spare_buffer():
-    """orjson's bytes keep their write buffer; the memo keeps exact-size copies instead."""
-    message = Message(role="user", content="short")
-    encoded = _kept_encoding(message)
-    assert encoded == orjson.dumps(message.openai_dict())
-    assert sys.getsizeof(encoded) - len(encoded) < 64
-
-
-def test_cache_key_from_parts_equals_the_whole_request_key():
-    """`request_key` (per-record canonical JSON, memoised) == `ChatRequest.cache_key()` on
-    growing random conversations, float spellings the encoders disagree on included."""
-    rng = random.Random(13)
-    tool_lists = [tuple(random_tool(rng, i) for i in range(n)) for n in (0, 2, 9)]
+def growing_requests() -> list[ChatRequest]:
+    """Rollouts' requests: the same message objects resent, growing, with random tools,
+    sampling, seeds and response formats (float spellings the encoders disagree on too)."""
+    rng = random.Random(7)
+    tool_lists = [tuple(random_tool(rng, i) for i in range(n)) for n in (0, 1, 3, 12)]
     odd = Message(
         role="assistant",
         tool_calls=(ToolCall(id="c", name="f", arguments={"x": 1e-7, "y": -0.0, "z": 2**70}),),
     )
-    for _ in range(40):
-        messages = [random_message(rng, i) for i in range(rng.randint(0, 10))] + [odd]
-        sampling = random_sampling(rng)
+    requests = []
+    for _ in range(30):
+        messages = [random_message(rng, i) for i in range(rng.randint(0, 12))] + [odd]
+        tools = rng.choice(tool_lists)
         for end in range(len(messages) + 1):
-            request = ChatRequest(
-                model=rng.choice(["m", "mödel"]),
-                messages=tuple(messages[:end]),
-                tools=rng.choice(tool_lists),
-                sampling=sampling,
-                seed=rng.choice([None, 0, rng.randint(0, (1 << 63) - 1)]),
-                response_format=rng.choice(["text", "json_object"]),
+            requests.append(
+                ChatRequest(
+                    model=rng.choice(["m", "mödel"]),
+                    messages=tuple(messages[:end]),
+                    tools=tuple(tools),
+                    sampling=random_sampling(rng),
+                    seed=rng.choice([None, 0, rng.randint(0, (1 << 63) - 1)]),
+                    response_format=rng.choice(["text", "json_object"]),
+                )
             )
-            assert request_key(request) == request.cache_key()
+    return requests
+
+
+def digest(parts: list[bytes]) -> str:
+    whole = hashlib.sha256()
+    for part in parts:
+        whole.update(hashlib.sha256(part).digest())
+    return whole.hexdigest()
+
+
+def test_bodies_on_the_socket_are_the_pinned_bodies():
+    requests = growing_requests()
+    assert len(requests) > 200
+    raw = asyncio.run(_capture_raw_requests(requests))
+    bodies = [body for _, body in raw]
+    assert bodies == [fresh_body("m", r) for r in requests]
+    assert digest(bodies) == BODIES_DIGEST
+
+
+def test_cache_keys_are_the_pinned_keys(tmp_path):
+    """The key of each request (namespace: the backend's model) is its whole canonical dump's."""
+    cached = CachedLLM(
+        ScriptedLLM([], model="stub-model"), ResponseCache(tmp_path / "cache.sqlite")
+    )
+    requests = growing_requests()
+    keys = [cached.key_for(r) for r in requests]
+    assert keys == [content_hash(["stub-model", r.cache_key()]) for r in requests]
+    assert digest([k.encode() for k in keys]) == KEYS_DIGEST

@@ -1,19 +1,15 @@
-"""The request body is the same whether its messages' wire dicts come from the memo or not."""
+"""`IdentityMemo` answers by identity within its bound; `RequestKeys` (a `CachedLLM`'s own
+memo) gives `ChatRequest.cache_key()` and travels as a fresh memo."""
 
 from __future__ import annotations
 
-from trajforge.generators.llm.openai_backend import OpenAIBackend
-from trajforge.generators.llm.wire_memo import IdentityMemo
-from trajforge.schemas import ChatRequest, Message, SamplingParams, ToolCall, ToolSpec
+import pickle
 
-
-def fresh_payload(backend: OpenAIBackend, request: ChatRequest) -> dict:
-    """The body built without the memo (each record converted again)."""
-    payload = backend.payload_for(request)
-    payload["messages"] = [m.openai_dict() for m in request.messages]
-    if request.tools:
-        payload["tools"] = [t.openai_schema() for t in request.tools]
-    return payload
+from trajforge.generators.llm.cache import CachedLLM, ResponseCache
+from trajforge.generators.llm.identity_memo import IdentityMemo
+from trajforge.generators.llm.request_keys import RequestKeys
+from trajforge.generators.llm.scripted import ScriptedLLM
+from trajforge.schemas import ChatRequest, Message, ToolCall
 
 
 def conversation(n: int) -> list[Message]:
@@ -28,37 +24,19 @@ def conversation(n: int) -> list[Message]:
     return messages
 
 
-TOOL = ToolSpec(
-    name="get",
-    description="Read one thing.",
-    parameters={"type": "object", "properties": {"id": {"type": "string"}}},
-    kind="read",
-    mutates_state=False,
-)
-
-
-def test_growing_conversation_bodies_equal_fresh_conversion():
-    backend = OpenAIBackend("m", base_url="http://127.0.0.1:9/v1", needs_api_key=False)
-    messages = conversation(6)
-    for end in range(1, len(messages) + 1):  # the same objects resent, as a rollout does
-        request = ChatRequest(
-            model="m",
-            messages=tuple(messages[:end]),
-            tools=(TOOL,),
-            sampling=SamplingParams(),
-            seed=end,
-        )
-        assert request.messages[0] is messages[0]  # validation keeps the instances
-        assert backend.payload_for(request) == fresh_payload(backend, request)
-
-
-def test_memo_is_bounded_and_answers_by_identity():
-    calls = []
+def counting(calls: list[Message]):
+    """A conversion that records each record it converts."""
 
     def convert(message: Message) -> dict:
         calls.append(message)
         return message.openai_dict()
 
+    return convert
+
+
+def test_memo_is_bounded_and_answers_by_identity():
+    calls: list[Message] = []
+    convert = counting(calls)
     memo: IdentityMemo[Message] = IdentityMemo(convert, maxsize=4)
     messages = conversation(3)  # 10 messages
     first = [memo(m) for m in messages]
@@ -72,12 +50,8 @@ def test_memo_is_bounded_and_answers_by_identity():
 def test_memo_keeps_the_recently_used_half_under_churn():
     """Many records through a small memo: never more than the bound, the last half inserted
     or used always answered without converting, every answer right."""
-    calls = []
-
-    def convert(message: Message) -> dict:
-        calls.append(message)
-        return message.openai_dict()
-
+    calls: list[Message] = []
+    convert = counting(calls)
     memo: IdentityMemo[Message] = IdentityMemo(convert, maxsize=16)
     messages = conversation(20)  # 61 messages
     hot = messages[0]
@@ -90,3 +64,21 @@ def test_memo_keeps_the_recently_used_half_under_churn():
         assert [memo(m) for m in recent] == [m.openai_dict() for m in recent]
         assert len(calls) == converted
     assert calls.count(hot) == 1
+
+
+def test_request_keys_are_the_whole_request_keys_and_owned_per_client(tmp_path):
+    messages = conversation(4)
+    requests = [ChatRequest(model="m", messages=tuple(messages[:n])) for n in range(1, 14)]
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    first, second = CachedLLM(ScriptedLLM([]), cache), CachedLLM(ScriptedLLM([]), cache)
+    assert [first.keys(r) for r in requests] == [r.cache_key() for r in requests]
+    assert len(first.keys) == 14 and len(second.keys) == 0  # 13 messages and the sampling
+    assert [first.keys(r) for r in requests] == [r.cache_key() for r in requests]  # from memo
+
+
+def test_request_keys_pickle_as_a_fresh_memo():
+    keys = RequestKeys(maxsize=32)
+    request = ChatRequest(model="m", messages=tuple(conversation(1)))
+    assert keys(request) == request.cache_key() and len(keys) > 0
+    copy = pickle.loads(pickle.dumps(keys))
+    assert len(copy) == 0 and copy(request) == request.cache_key()
