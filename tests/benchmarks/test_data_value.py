@@ -218,3 +218,12 @@ def test_the_reduced_benchmark_evaluates_every_golden_task_with_intervals(tmp_pa
     ]
     assert losses[-1] < losses[0] / 2
     assert (tmp_path / "results.md").is_file() and (tmp_path / "pass1.svg").is_file()
+
+
+def test_every_scale_holds_templates_out_whole():
+    """Two builds of different sizes cluster tasks differently, so a hash-drawn golden fraction
+    leaks across them (measured on the GPU scale's first design); templates held out whole do
+    not. A scale without them is refused."""
+    assert all(scale.held_out for scale in dv.SCALES.values())
+    with pytest.raises(ValueError, match="held_out"):
+        dv.Scale(**{**dv.SCALES["reduced"].model_dump(), "held_out": ()})
