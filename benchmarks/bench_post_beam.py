@@ -98,7 +98,7 @@ def main() -> None:
     total = time.perf_counter() - t0
     post_wall = time.perf_counter() - start["wall"]
     post_cpu = time.process_time() - start["cpu"]
-    rows = result.manifest["outputs"]["kept"]
+    rows = result.manifest.outputs.kept
     print(json.dumps({"rows": rows, "build_wall_s": round(total, 2)}, sort_keys=True))
     print(f"post-Beam: wall {post_wall:.3f} s, CPU {post_cpu:.3f} s")
     for label, (wall, cpu) in SPENT.items():

@@ -34,6 +34,7 @@ from trajforge.pipelines.finished.card import dataset_card
 from trajforge.pipelines.finished.report import write_report
 from trajforge.pipelines.gc_tuning import freeze_startup
 from trajforge.pipelines.manifest import (
+    MANIFEST_FILE,
     Accounting,
     FilterCount,
     LocalProcesses,
@@ -82,7 +83,7 @@ class BuildFailed(BuildError):
     """The build finished but produced too little to count as a dataset (see `failure_reason`);
     the manifest is written, `_SUCCESS` is not."""
 
-    def __init__(self, summary: str, manifest: dict[str, Any]):
+    def __init__(self, summary: str, manifest: Manifest):
         super().__init__(summary)
         self.manifest = manifest
 
@@ -108,7 +109,7 @@ def failure_reason(outputs: Outputs, inputs: int, cfg: FailureConfig) -> str | N
 @dataclass(frozen=True)
 class BuildResult:
     run_dir: str
-    manifest: dict[str, Any]  # as written to manifest.json (`Manifest.to_dict()`)
+    manifest: Manifest  # as written to manifest.json (`Manifest.to_json()`)
 
 
 class _Stages:
@@ -484,12 +485,11 @@ def run_build(
 def write_finished(run_dir: str, manifest: Manifest, tokens: dict[str, Any] | None) -> BuildResult:
     """manifest.json, the report and the card (for a failed build too: they show what
     happened), then `_SUCCESS` last; a failed build raises `BuildFailed` instead."""
-    written = manifest.to_dict()
-    ownership.write_text(run_dir, "manifest.json", manifest.to_json())
+    ownership.write_text(run_dir, MANIFEST_FILE, manifest.to_json())
     # The card is last: until it replaces the placeholder, `load_dataset` refuses the run.
     write_report(run_dir, manifest)
     ownership.write_text(run_dir, "README.md", dataset_card(run_dir, manifest, tokens))
     if manifest.failure:
-        raise BuildFailed(manifest.failure, written)
+        raise BuildFailed(manifest.failure, manifest)
     ownership.write_text(run_dir, io.SUCCESS_MARKER, manifest.finished_at + "\n")
-    return BuildResult(run_dir=run_dir, manifest=written)
+    return BuildResult(run_dir=run_dir, manifest=manifest)

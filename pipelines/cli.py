@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import json
 import logging
 import os
 import sys
@@ -36,6 +35,7 @@ from importlib.metadata import version as dist_version
 from typing import get_args
 
 from trajforge.finetune import cli as finetune_cli
+from trajforge.pipelines.manifest import Accounting, Manifest, read_status
 from trajforge.schemas.dataset import Split
 
 #: What `trajforge --help` says the tool is (one line).
@@ -193,20 +193,20 @@ def with_default_runner(beam_args: list[str]) -> list[str]:
     return ["--runner=FnApiRunner", *beam_args]
 
 
-def _retries(manifest: dict) -> int:
-    roles = manifest.get("llm", {}).values()
+def _retries(manifest: Manifest) -> int:
+    roles = manifest.llm.values()
     return sum(v for role in roles for k, v in role.items() if k.startswith("retries."))
 
 
-def _latency_lines(manifest: dict) -> list[str]:
+def _latency_lines(manifest: Manifest) -> list[str]:
     """Per role that paid for calls: the mean latency the build saw, and the p90's bound."""
     # per command, not at the top: `--help` stays fast, no Beam (module docstring)
     from trajforge.generators.llm.accounting import LATENCY_BOUNDS_MS
 
     lines = []
-    for role, counts in sorted(manifest.get("llm", {}).items()):
+    for role, counts in sorted(manifest.llm.items()):
         lat = counts.get("latency_ms")
-        if isinstance(lat, dict):  # absent from manifests of earlier builds
+        if isinstance(lat, dict):  # absent for a role with no timed call (all cached)
             p90 = lat["p90_at_most"]
             p90_text = f"<={p90}" if p90 is not None else f">{LATENCY_BOUNDS_MS[-1]}"
             lines.append(
@@ -215,43 +215,41 @@ def _latency_lines(manifest: dict) -> list[str]:
     return lines
 
 
-def _attempt_lines(acc: dict) -> list[str]:
+def _attempt_lines(acc: Accounting) -> list[str]:
     """With `rollout.attempts` K > 1 the identity counts attempts (tasks x K), not tasks."""
-    if acc.get("unit") != "attempt":
+    if acc.unit != "attempt":
         return []
     return [
-        f"{'attempts (tasks x ' + str(acc['attempts_per_task']) + ')':<44}{acc['inputs']:>8}",
-        f"{'attempts rejected (incl. refused tasks x K)':<44}{acc['rejected']:>8}",
-        f"{'attempts dead-lettered':<44}{acc['dead_lettered']:>8}",
-        f"{'tasks without a passing attempt':<44}{acc['tasks_without_passing_attempt']:>8}",
+        f"{'attempts (tasks x ' + str(acc.attempts_per_task) + ')':<44}{acc.inputs:>8}",
+        f"{'attempts rejected (incl. refused tasks x K)':<44}{acc.rejected:>8}",
+        f"{'attempts dead-lettered':<44}{acc.dead_lettered:>8}",
+        f"{'tasks without a passing attempt':<44}{acc.tasks_without_passing_attempt:>8}",
     ]
 
 
-def summary_table(manifest: dict) -> str:
-    out = manifest["outputs"]
+def summary_table(manifest: Manifest) -> str:
+    """What `trajforge build` prints at the end, from the build's own manifest."""
+    out, tokens, plan = manifest.outputs, manifest.tokens, manifest.local_processes
     lines = [
         f"{'stage counter':<44}{'count':>8}",
         "-" * 52,
-        *(f"{k:<44}{v:>8}" for k, v in manifest["stage_counts"].items()),
+        *(f"{k:<44}{v:>8}" for k, v in manifest.stage_counts.items()),
         "-" * 52,
-        f"{'inputs':<44}{manifest['inputs']:>8}",
-        *(f"{'kept: ' + s:<44}{v['rows']:>8}" for s, v in out["splits"].items()),
-        f"{'rejected':<44}{out['rejected']:>8}",
-        f"{'dead-lettered':<44}{out['dead_lettered']:>8}",
-        *_attempt_lines(manifest["accounting"]),
-        f"{'accounting identity holds':<44}{str(manifest['accounting']['holds']):>8}",
+        f"{'inputs':<44}{manifest.inputs:>8}",
+        *(f"{'kept: ' + s:<44}{v.rows:>8}" for s, v in out.splits.items()),
+        f"{'rejected':<44}{out.rejected:>8}",
+        f"{'dead-lettered':<44}{out.dead_lettered:>8}",
+        *_attempt_lines(manifest.accounting),
+        f"{'accounting identity holds':<44}{str(manifest.accounting.holds):>8}",
         f"{'LLM calls (cached)':<44}"
-        f"{manifest['tokens'].get('llm_calls', 0):>8} ({manifest['tokens'].get('cached_calls', 0)})",
-        f"{'HTTP requests (retries)':<44}{manifest['tokens'].get('requests', 0):>8} "
-        f"({_retries(manifest)})",
+        f"{tokens.get('llm_calls', 0):>8} ({tokens.get('cached_calls', 0)})",
+        f"{'HTTP requests (retries)':<44}{tokens.get('requests', 0):>8} ({_retries(manifest)})",
         *_latency_lines(manifest),
-        f"{'wall time (s)':<44}{manifest['wall_time_s']:>8.1f}",
+        f"{'wall time (s)':<44}{manifest.wall_time_s:>8.1f}",
+        f"{'local processes (' + plan.source + ')':<44}{plan.processes:>8}",
     ]
-    plan = manifest.get("local_processes")
-    if plan:  # absent from manifests of earlier builds
-        lines.append(f"{'local processes (' + plan['source'] + ')':<44}{plan['processes']:>8}")
-    balance = manifest.get("splits", {}).get("balance") or {}
-    if balance.get("note"):  # absent from manifests of earlier builds
+    balance = manifest.splits.get("balance") or {}
+    if balance.get("note"):  # only when the split is far from its ratio or golden was capped
         lines.append(f"note: {balance['note']}")
     return "\n".join(lines)
 
@@ -326,7 +324,8 @@ def cmd_build(args: argparse.Namespace, beam_args: list[str]) -> int:
     finally:
         finish_run(output)
     print(summary_table(result.manifest))
-    train = result.manifest["outputs"]["splits"].get("train", {}).get("rows", 0)
+    train_split = result.manifest.outputs.splits.get("train")
+    train = train_split.rows if train_split is not None else 0
     print(
         f"\nDataset written to {output}/data ({train} train rows); manifest: {output}/manifest.json"
     )
@@ -366,14 +365,7 @@ def _finished(run_dir: str, failed_ok: bool = True) -> str:
     run = local_path(run_dir)
     if io.exists(io.join(run, io.SUCCESS_MARKER)):
         return run
-    status = None
-    manifest = io.join(run, "manifest.json")
-    if failed_ok and io.exists(manifest):
-        try:
-            status = json.loads(io.read_text(manifest)).get("status")
-        except ValueError:
-            status = None
-    if status == "failed":
+    if failed_ok and read_status(run) == "failed":
         return run
     raise UsageError(
         f"{run} is not a finished run (no {io.SUCCESS_MARKER}): its build was interrupted or "

@@ -20,6 +20,9 @@ from trajforge.pipelines import files
 
 MANIFEST_FILE = "manifest.json"
 
+#: How a build ended; the manifest is written only once it has.
+Status = Literal["succeeded", "failed"]
+
 
 class _Part(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -100,7 +103,7 @@ class Manifest(_Part):
     difficulty: dict[str, Any] | None = None  # difficulty.json (`rollout.attempts` > 1)
     wall_time_s: float
     finished_at: str
-    status: Literal["succeeded", "failed"]
+    status: Status
     failure: str | None
 
     def to_dict(self) -> dict[str, Any]:
@@ -132,3 +135,26 @@ def read_manifest(run_dir: str) -> Manifest:
             "version, or rebuild the run with this one (`trajforge build --resume` answers "
             "every call from the run's cache)"
         ) from None
+
+
+class _StatusOnly(BaseModel):
+    """The one field `read_status` needs; the rest of a manifest (any version's) is ignored."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    status: Status
+
+
+def read_status(run_dir: str) -> Status | None:
+    """How the run's build ended, from its manifest.json; None when it has none, or one that
+    cannot be read (half written, or no known `status`): a build that did not end. Only the
+    status, so a failed run of another trajforge version can still be shown."""
+    path = files.join(run_dir, MANIFEST_FILE)
+    if not files.exists(path):
+        return None
+    with files.open_read(path) as f:
+        text = f.read()
+    try:
+        return _StatusOnly.model_validate_json(text).status
+    except ValidationError:
+        return None

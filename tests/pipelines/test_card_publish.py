@@ -156,8 +156,9 @@ def test_a_far_split_is_noted_in_the_card_and_the_summary(built_run):
     assert "balance" in manifest["splits"]
     note = "realised split 5 train / 7 golden is far from the configured 0.75/0.25"
     manifest["splits"]["balance"].update(far=True, note=note)
-    assert f"**Note:** {note}" in dataset_card(str(built_run), Manifest.model_validate(manifest))
-    assert f"note: {note}" in summary_table(manifest)
+    typed = Manifest.model_validate(manifest)
+    assert f"**Note:** {note}" in dataset_card(str(built_run), typed)
+    assert f"note: {note}" in summary_table(typed)
 
 
 def test_a_capped_golden_is_noted_even_near_the_ratio(built_run):
@@ -169,5 +170,6 @@ def test_a_capped_golden_is_noted_even_near_the_ratio(built_run):
     manifest = json.loads((built_run / "manifest.json").read_text())
     note = "Golden capped at 0.25 of the rows plus one cluster: 1 cluster drawn for golden"
     manifest["splits"]["balance"].update(far=False, note=note, capped_clusters=[4])
-    assert f"**Note:** {note}" in dataset_card(str(built_run), Manifest.model_validate(manifest))
-    assert f"note: {note}" in summary_table(manifest)
+    typed = Manifest.model_validate(manifest)
+    assert f"**Note:** {note}" in dataset_card(str(built_run), typed)
+    assert f"note: {note}" in summary_table(typed)

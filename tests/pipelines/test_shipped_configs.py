@@ -91,10 +91,10 @@ def _shown_quickstart_counts() -> dict[str, str]:
 def test_the_readme_shows_a_real_quickstart_run(quickstart):
     """The quickstart output README.md shows is what a build of the shipped config prints."""
     from trajforge.pipelines.cli import summary_table
+    from trajforge.pipelines.manifest import read_manifest
 
-    manifest = json.loads((quickstart / "manifest.json").read_text())
     printed = {}
-    for line in summary_table(manifest).splitlines():
+    for line in summary_table(read_manifest(str(quickstart))).splitlines():
         key, _, value = line.rpartition("  ")
         printed[key.strip()] = value.strip()
     shown = _shown_quickstart_counts()
