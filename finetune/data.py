@@ -134,24 +134,33 @@ def load_conversations(
     return _canonical_conversations(run_dir, split)
 
 
-def _held_out(run_dir: str | Path, split: str) -> list[Trajectory]:
-    """One trajectory per task of the held-out split (`golden` when the build has one, else
-    `split`): a build with k attempts per task may keep several rows of one task."""
+def split_trajectories(run_dir: str | Path, split: str) -> list[Trajectory]:
+    """One trajectory per task of exactly `split` of a run, in file and row order (a build
+    with k attempts per task may keep several rows of one task). Exactly `split`, never a
+    `golden` split in its place: `--split test` evaluates, and compares against, the test
+    split. One clear error naming the run's splits when it has no such rows."""
     # lazy, measured start-up cost: pyarrow ~100 ms
     import pyarrow.parquet as pq
 
-    chosen = "golden" if split_files(run_dir, "golden") else split
+    files = split_files(run_dir, split)
+    if not files:
+        present = sorted({p.name.split("-")[0] for p in (Path(run_dir) / "data").glob("*.parquet")})
+        raise FileNotFoundError(
+            f"--split {split}: {run_dir} has no data/{split}-*.parquet; its splits: "
+            f"{', '.join(present) or 'none'}"
+        )
     by_task: dict[str, Trajectory] = {}
-    for path in split_files(run_dir, chosen):
+    for path in files:
         for row in pq.read_table(path, columns=["trajectory_json"]).to_pylist():
             trajectory = Trajectory.model_validate_json(row["trajectory_json"])
             by_task.setdefault(trajectory.task.id, trajectory)
     if not by_task:
-        raise FileNotFoundError(f"{run_dir} has no {chosen} rows to evaluate on")
+        raise FileNotFoundError(f"--split {split}: {run_dir} has no {split} rows to evaluate on")
     return list(by_task.values())
 
 
 def load_task_difficulty(run_dir: str | Path, split: str = "golden") -> dict[str, Difficulty]:
-    """task id -> the build's measured difficulty (builds with `rollout.attempts` > 1), the
-    baseline an evaluated model is compared against; empty when the build measured none."""
-    return {t.task.id: t.difficulty for t in _held_out(run_dir, split) if t.difficulty}
+    """task id -> the build's measured difficulty on exactly `split` (builds with
+    `rollout.attempts` > 1), the baseline an evaluated model is compared against; empty when
+    the build measured none."""
+    return {t.task.id: t.difficulty for t in split_trajectories(run_dir, split) if t.difficulty}

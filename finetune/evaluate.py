@@ -35,7 +35,7 @@ from trajforge.finetune.agents import (
     user_factory,
 )
 from trajforge.finetune.config import FinetuneConfigError
-from trajforge.finetune.data import load_task_difficulty, split_files
+from trajforge.finetune.data import load_task_difficulty, split_trajectories
 from trajforge.finetune.metrics import GroupScore, score
 from trajforge.generators.agent import AgentPolicy
 from trajforge.generators.llm.concurrency import run_all
@@ -226,28 +226,8 @@ def read_split(run_dir: str | Path, split: str = "golden") -> SplitTasks:
 
 
 def split_tasks(run_dir: str | Path, split: str) -> list[Task]:
-    """The tasks of exactly `split` of a run, each once, in file and row order.
-
-    Why not `data.load_tasks`: it reads `golden` whenever a build has one, whatever split is
-    asked, and `--split test` must evaluate the test split."""
-    # lazy, measured start-up cost: pyarrow ~100 ms
-    import pyarrow.parquet as pq
-
-    files = split_files(run_dir, split)
-    if not files:
-        present = sorted({p.name.split("-")[0] for p in (Path(run_dir) / "data").glob("*.parquet")})
-        raise FileNotFoundError(
-            f"--split {split}: {run_dir} has no data/{split}-*.parquet; its splits: "
-            f"{', '.join(present) or 'none'}"
-        )
-    by_task: dict[str, Task] = {}
-    for path in files:
-        for row in pq.read_table(path, columns=["trajectory_json"]).to_pylist():
-            task = Trajectory.model_validate_json(row["trajectory_json"]).task
-            by_task.setdefault(task.id, task)
-    if not by_task:
-        raise FileNotFoundError(f"--split {split}: {run_dir} has no {split} rows to evaluate on")
-    return list(by_task.values())
+    """The tasks of exactly `split` of a run, each once, in file and row order."""
+    return [t.task for t in split_trajectories(run_dir, split)]
 
 
 def fresh_tasks(

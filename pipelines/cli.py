@@ -35,7 +35,7 @@ from importlib.metadata import version as dist_version
 from typing import get_args
 
 from trajforge.finetune import cli as finetune_cli
-from trajforge.pipelines.manifest import Accounting, Manifest, read_status
+from trajforge.pipelines.manifest import MANIFEST_FILE, Accounting, Manifest, read_status
 from trajforge.schemas.dataset import Split
 
 #: What `trajforge --help` says the tool is (one line).
@@ -383,7 +383,7 @@ def _run_inputs_finished(args: argparse.Namespace) -> None:
         if not isinstance(value, str):
             continue
         path = local_path(value)
-        if any(os.path.exists(os.path.join(path, n)) for n in (RUN_MARKER, "manifest.json")):
+        if any(os.path.exists(os.path.join(path, n)) for n in (RUN_MARKER, MANIFEST_FILE)):
             _finished(value, failed_ok=False)
 
 

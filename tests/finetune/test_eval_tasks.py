@@ -10,7 +10,7 @@ import pytest
 from trajforge.pipelines.cli import main
 
 
-def _write_split(run_dir, split, tasks, domain):
+def _write_split(run_dir, split, tasks, domain, difficulty=None):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -24,6 +24,8 @@ def _write_split(run_dir, split, tasks, domain):
         [run_rollout(t, domain, OracleAgent(t), ScriptedUser(t), seed=0, provenance=Provenance(models={}, seeds={})) for t in tasks],
         4,
     )  # fmt: skip
+    if difficulty is not None:  # what a build with `rollout.attempts` > 1 measured
+        trajs = [t.model_copy(update={"difficulty": difficulty}) for t in trajs]
     rows = [{"trajectory_json": t.model_dump_json()} for t in trajs]
     (run_dir / "data").mkdir(exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows), run_dir / "data" / f"{split}-00000-of-00001.parquet")
@@ -115,3 +117,30 @@ def test_table_and_json_carry_95_percent_intervals(run_dir, tmp_path, capsys):
     assert metrics.split() == ["pass^1", "pass^2", "pass@2"]  # success is pass^1: not repeated
     overall = next(line for line in table.splitlines() if line.startswith("overall"))
     assert overall.split()[1:] == ["4", "1.000", "[0.68,1.00]", *["1.000", "[1.00,1.00]"] * 2]
+
+
+@pytest.fixture(scope="module")
+def measured_run(tmp_path_factory):
+    """A run built with k = 2 attempts: its golden tasks passed both, its test tasks neither."""
+    from trajforge.finetune.evaluate import fresh_tasks
+    from trajforge.generators.domains import get_domain
+    from trajforge.schemas import Difficulty
+
+    domain = get_domain("retail")
+    path = tmp_path_factory.mktemp("measured")
+    for split, successes in (("golden", 2), ("test", 0)):
+        tasks, _ = fresh_tasks(domain, f"{split}-measured", 0, 2)
+        _write_split(path, split, tasks, domain, Difficulty.of(2, successes))
+    return path
+
+
+@pytest.mark.parametrize(("split", "pass_rate"), [("golden", 1.0), ("test", 0.0)])
+def test_the_baseline_is_the_evaluated_splits_measured_difficulty(
+    measured_run, split, pass_rate, tmp_path, capsys
+):
+    """The build agent's baseline under the table is measured on the tasks evaluated: `--split
+    test` shows the test split's, never the golden split's (which the run also has)."""
+    report = _eval(["--tasks", str(measured_run), "--split", split], tmp_path)
+    assert report["baseline"]["tasks"] == 2
+    assert report["baseline"]["pass_hat"] == {"1": pass_rate, "2": pass_rate}
+    assert "build agent's baseline (2 of these tasks" in capsys.readouterr().out
