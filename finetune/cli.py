@@ -14,6 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the evaluation's types, without its imports at start-up
+    from trajforge.finetune.evaluate import AttemptTranscript, EvalConfig, EvalReport, HeldOut
+    from trajforge.generators.tooling import Domain
 
 #: SFT flags: (flag, type, help). Field names are the flags with dashes as underscores.
 _SFT_FLAGS: tuple[tuple[str, type, str], ...] = (
@@ -98,7 +103,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     sft.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")
     sft.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_opd_parser(fsub)
+    _add_eval_parser(sub)
 
+
+def _add_eval_parser(sub: argparse._SubParsersAction) -> None:
     ev = sub.add_parser("eval", help="pass@k / pass^k of agents on held-out tasks")
     ev.add_argument("--model", action="append", required=True, help="agent spec; repeat to compare")
     ev.add_argument("--tasks", default=None, help="run directory: evaluate every task of --split")
@@ -185,59 +193,58 @@ def _eval_source_flags(args: argparse.Namespace) -> None:
         raise FinetuneConfigError("--split chooses a split of --tasks RUN; give --tasks")
 
 
+#: EvalConfig fields that `trajforge eval` takes as flags of the same name.
+_EVAL_FIELDS = (
+    "tasks", "split", "max_tasks", "domain", "num_tasks", "k", "seed", "max_turns",
+    "max_in_flight", "max_batch_size", "temperature", "max_tokens", "family", "base_url", "user",
+    "user_model",
+)  # fmt: skip
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
-    # lazy, start-up: agents ~190 ms, config ~120 ms, evaluate ~300 ms, domains ~200 ms
+    # lazy, start-up: agents ~190 ms, config ~120 ms, evaluate ~300 ms
     from trajforge.finetune.agents import parse_agent
     from trajforge.finetune.config import FinetuneConfigError, load_model_config
     from trajforge.finetune.evaluate import (
         EvalConfig,
-        first_tasks,
         format_table,
-        read_split,
         run_attempts,
         score_attempts,
-        select_tasks,
         transcripts_of,
-        write_atomically,
-        write_transcripts,
     )
-    from trajforge.generators.domains import get_domain
 
     _eval_source_flags(args)
-    values = {
-        key: getattr(args, key)
-        for key in (
-            "tasks",
-            "split",
-            "max_tasks",
-            "domain",
-            "num_tasks",
-            "k",
-            "seed",
-            "max_turns",
-            "max_in_flight",
-            "max_batch_size",
-            "temperature",
-            "max_tokens",
-            "family",
-            "base_url",
-            "user",
-            "user_model",
-        )
-    }
-    cfg = load_model_config(EvalConfig, values)
+    cfg = load_model_config(EvalConfig, {key: getattr(args, key) for key in _EVAL_FIELDS})
     try:
         specs = [parse_agent(m) for m in args.model]
     except ValueError as err:
         raise FinetuneConfigError(str(err)) from None
-    if cfg.tasks is not None:  # a run's tasks carry their domain: the split is read once
+    domain, held = _held_out(cfg)
+    if any(cfg.k > 1 and s.kind != "oracle" and cfg.temperature == 0 for s in specs):
+        print("note: k > 1 at temperature 0 repeats greedy decoding; pass --temperature for spread")
+    reports, transcripts = [], []
+    for spec in specs:
+        attempts = run_attempts(cfg, spec, held.tasks, domain)
+        reports.append(score_attempts(cfg, spec, held.tasks, attempts, held.skipped, held.left_out))
+        transcripts += transcripts_of(spec.label, attempts)
+    print(format_table(reports))
+    _write_eval_outputs(args, reports, transcripts)
+    return 0
+
+
+def _held_out(cfg: EvalConfig) -> tuple[Domain, HeldOut]:
+    """(domain, HeldOut) of an EvalConfig: a run's split, read once (its tasks carry their
+    domain), or fresh tasks of `domain`; what was skipped or left out is said."""
+    # lazy, start-up: evaluate ~300 ms, domains ~200 ms
+    from trajforge.finetune.evaluate import first_tasks, read_split, select_tasks
+    from trajforge.generators.domains import get_domain
+
+    if cfg.tasks is not None:
         run = read_split(cfg.tasks, cfg.split)
         domain, held = run.domain, first_tasks(run.tasks, cfg.max_tasks)
     else:
         domain = get_domain(cfg.domain)
         held = select_tasks(cfg, domain)
-    if any(cfg.k > 1 and s.kind != "oracle" and cfg.temperature == 0 for s in specs):
-        print("note: k > 1 at temperature 0 repeats greedy decoding; pass --temperature for spread")
     if held.skipped:
         print(f"fresh tasks skipped (reason: count): {held.skipped}")
     if held.left_out:
@@ -246,12 +253,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
             f"--max-tasks {cfg.max_tasks}: evaluating {len(held.tasks)} of {total} {cfg.split} "
             f"tasks, {held.left_out} left out"
         )
-    reports, transcripts = [], []
-    for spec in specs:
-        attempts = run_attempts(cfg, spec, held.tasks, domain)
-        reports.append(score_attempts(cfg, spec, held.tasks, attempts, held.skipped, held.left_out))
-        transcripts += transcripts_of(spec.label, attempts)
-    print(format_table(reports))
+    return domain, held
+
+
+def _write_eval_outputs(
+    args: argparse.Namespace, reports: list[EvalReport], transcripts: list[AttemptTranscript]
+) -> None:
+    """`--json` (the reports) and `--transcripts` (every attempt), each written whole."""
+    # lazy, start-up: evaluate ~300 ms
+    from trajforge.finetune.evaluate import write_atomically, write_transcripts
+
     if args.json:
         write_atomically(
             args.json, json.dumps([r.model_dump(mode="json") for r in reports], indent=2)
@@ -260,7 +271,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.transcripts:
         write_transcripts(args.transcripts, transcripts)
         print(f"Transcripts ({len(transcripts)} attempts) written to {args.transcripts}")
-    return 0
 
 
 def cmd_opd(args: argparse.Namespace) -> int:
