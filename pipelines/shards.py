@@ -58,18 +58,30 @@ def row_group_rows(num_rows: int, nbytes: int) -> int:
     return max(1, min(ROW_GROUP_MAX_ROWS, int(ROW_GROUP_BYTES / per_row)))
 
 
-def encode_json(feature: Any, value: Any) -> Any:
+#: id -> (a `Json` value already encoded, its text): the value is held so its id is not reused
+Encoded = dict[int, tuple[Any, str]]
+
+
+def encode_json(feature: Any, value: Any, encoded: Encoded | None = None) -> Any:
     """Pre-encode every `Json` value as JSON text. `Json.encode_example` keeps a string that
     already parses as JSON, so a plain string such as "43131" would come back as the number
-    43131; encoding it ourselves makes every value round-trip exactly."""
+    43131; encoding it ourselves makes every value round-trip exactly. `encoded`: texts of the
+    dicts and lists already encoded, by identity: a record's `step_prefix` rows share their
+    prefix messages (`packed_rows` keeps them shared), which were dumped once per row they
+    appear in, quadratic in the conversation (issue 30)."""
     if value is None:
         return None
     if isinstance(feature, Json):
-        return json.dumps(value, ensure_ascii=False)
+        if encoded is None or not isinstance(value, dict | list):
+            return json.dumps(value, ensure_ascii=False)
+        known = encoded.get(id(value))
+        if known is None:
+            known = encoded[id(value)] = (value, json.dumps(value, ensure_ascii=False))
+        return known[1]
     if isinstance(feature, List):
-        return [encode_json(feature.feature, v) for v in value]
+        return [encode_json(feature.feature, v, encoded) for v in value]
     if isinstance(feature, Mapping):
-        return {k: encode_json(feature[k], v) for k, v in value.items()}
+        return {k: encode_json(feature[k], v, encoded) for k, v in value.items()}
     return value
 
 
@@ -97,7 +109,8 @@ def arrow_table(rows: list[dict[str, Any]], features: Features) -> pa.Table:
     spec = dict(features)
     parts = []
     for start in range(0, len(rows), CONVERT_ROWS):
-        chunk = [encode_json(spec, r) for r in rows[start : start + CONVERT_ROWS]]
+        encoded: Encoded = {}  # per chunk: the texts live as long as the chunk's rows
+        chunk = [encode_json(spec, r, encoded) for r in rows[start : start + CONVERT_ROWS]]
         parts.append(_convert(chunk, features))
     return pa.concat_tables(parts).combine_chunks()
 

@@ -18,6 +18,7 @@ import apache_beam as beam
 
 from trajforge.pipelines import io, packed_rows, shards, splits
 from trajforge.pipelines.config import BuildConfig, NearDupConfig
+from trajforge.pipelines.json_size import Seen, json_length
 from trajforge.pipelines.split_figures import FIGURES_KEY, row_figures, split_figures
 from trajforge.pipelines.transforms.dedup import NearDupPairs, dedup_item
 from trajforge.pipelines.transforms.text_file import WriteTextFile
@@ -30,7 +31,8 @@ def split_keys(record: DatasetRecord, outputs: tuple[str, ...]) -> splits.SplitK
     """The record's cluster keys and bytes per output: all the plan gathers of a record (its
     near-duplicate edges are found in bounded buckets, `near_flags`)."""
     rows = {o: list(shards.rows_of(o, record)) for o in outputs}
-    sizes = {o: sum(len(json.dumps(r, default=str)) for r in rs) for o, rs in rows.items()}
+    seen: Seen = {}  # shared prefix messages measured once (json_size.py)
+    sizes = {o: sum(json_length(r, seen) for r in rs) for o, rs in rows.items()}
     tokens = [r["num_tokens"] for r in rows.get(MESSAGES_VIEW, ())]
     return splits.SplitKeys(
         id=record.id,
