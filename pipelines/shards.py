@@ -11,13 +11,13 @@ makes `load_dataset` decode `Json` columns back to dicts.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from trajforge.pipelines import files, io, ownership, views
+from trajforge.pipelines import arrow_size, files, io, ownership, views
 from trajforge.pipelines.features import Features, Json, List
 from trajforge.schemas import DatasetRecord
 
@@ -103,16 +103,36 @@ def _convert(chunk: list[dict[str, Any]], features: Features) -> pa.Table:
     return table.cast(features.arrow_schema)
 
 
-def arrow_table(rows: list[dict[str, Any]], features: Features) -> pa.Table:
-    """Rows (in order) -> one contiguous Arrow table, `CONVERT_ROWS` at a time; the table is the
-    one a single conversion gives (`tests/pipelines/test_shard_writing.py`)."""
+def _parts(rows: list[dict[str, Any]], features: Features) -> Iterator[pa.Table]:
+    """Rows (in order) -> Arrow tables of `CONVERT_ROWS` rows, one at a time."""
     spec = dict(features)
-    parts = []
     for start in range(0, len(rows), CONVERT_ROWS):
         encoded: Encoded = {}  # per chunk: the texts live as long as the chunk's rows
         chunk = [encode_json(spec, r, encoded) for r in rows[start : start + CONVERT_ROWS]]
-        parts.append(_convert(chunk, features))
-    return pa.concat_tables(parts).combine_chunks()
+        yield _convert(chunk, features)
+
+
+def arrow_table(rows: list[dict[str, Any]], features: Features) -> pa.Table:
+    """Rows (in order) -> one contiguous Arrow table, `CONVERT_ROWS` at a time; the table is the
+    one a single conversion gives (`tests/pipelines/test_shard_writing.py`)."""
+    return pa.concat_tables(list(_parts(rows, features))).combine_chunks()
+
+
+def _measured(rows: list[dict[str, Any]], features: Features) -> tuple[int, pa.Table | None]:
+    """(the shard's table's `nbytes`, the table itself when it fits one row group's bytes).
+    A larger shard is measured part by part and not kept (`arrow_size` says why)."""
+    parts: list[pa.Table] | None = []
+    total: arrow_size.Footprint = {}
+    for part in _parts(rows, features):
+        arrow_size.merge(total, arrow_size.footprint(part))
+        if parts is not None:
+            parts.append(part)
+            if arrow_size.nbytes(total) > ROW_GROUP_BYTES:
+                parts = None  # more than one row group: written a row group at a time
+    if parts is None:
+        return arrow_size.nbytes(total), None
+    table = pa.concat_tables(parts).combine_chunks()
+    return table.nbytes, table
 
 
 def _create(path: str, run_dir: str | None):
@@ -131,15 +151,25 @@ def write_shard(
     rows = sorted(rows, key=lambda r: r["id"])
     if not rows:
         return _write_empty(path, features, run_dir)
-    table = arrow_table(rows, features)
+    try:
+        nbytes, table = _measured(rows, features)
+    except arrow_size.UnsizedType:
+        table = arrow_table(rows, features)
+        nbytes = table.nbytes
+    group = row_group_rows(len(rows), nbytes)
     with _create(path, run_dir) as f:
-        pq.write_table(
-            table,
-            f,
-            compression="zstd",
-            row_group_size=row_group_rows(table.num_rows, table.nbytes),
-        )
-    return table.num_rows
+        if table is not None:
+            pq.write_table(table, f, compression="zstd", row_group_size=group)
+            return len(rows)
+        # the row groups `write_table` makes of the whole table, from one group's rows at a time
+        first = arrow_table(rows[:group], features)
+        with pq.ParquetWriter(f, first.schema, compression="zstd") as writer:
+            writer.write_table(first, row_group_size=group)
+            del first
+            for start in range(group, len(rows), group):
+                piece = arrow_table(rows[start : start + group], features)
+                writer.write_table(piece, row_group_size=group)
+    return len(rows)
 
 
 def _write_empty(path: str, features: Features, run_dir: str | None = None) -> int:
