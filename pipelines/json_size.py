@@ -31,7 +31,7 @@ Seen = dict[int, tuple[Any, int]]
 def json_length(value: Any, seen: Seen, depth: int = 0) -> int:
     """`len(json.dumps(value, default=str))`. `seen`: the containers already measured (one
     record's rows share one), by identity."""
-    if not isinstance(value, dict | list | tuple):
+    if not isinstance(value, _CONTAINER):
         return _dumped(value)
     known = seen.get(id(value))
     if known is not None:
@@ -41,16 +41,44 @@ def json_length(value: Any, seen: Seen, depth: int = 0) -> int:
     elif isinstance(value, dict):
         size = _object_length(value, seen, depth)
     else:
-        items = [json_length(v, seen, depth + 1) for v in value]
-        size = 2 + sum(items) + 2 * max(len(items) - 1, 0)  # "[" + ", ".join + "]"
+        size = _array_length(value, seen, depth)
     seen[id(value)] = (value, size)
     return size
 
 
+_CONTAINER = dict | list | tuple
+
+
+def _items(dumped: int, count: int) -> int:
+    """The items' own lengths in a dumped array or object of `count` items: without the
+    brackets and the `", "` between them."""
+    return dumped - 2 - 2 * max(count - 1, 0)
+
+
+def _array_length(value: list | tuple, seen: Seen, depth: int) -> int:
+    """ "[" + ", ".join(items) + "]": the containers measured one by one (a shared one once),
+    the other items in one dump (one call instead of one per item)."""
+    if not value:
+        return 2
+    plain = [v for v in value if not isinstance(v, _CONTAINER)]
+    size = _items(_dumped(plain), len(plain)) if plain else 0
+    size += sum(json_length(v, seen, depth + 1) for v in value if isinstance(v, _CONTAINER))
+    return 2 + size + 2 * (len(value) - 1)
+
+
 def _object_length(value: dict, seen: Seen, depth: int) -> int:
-    """ "{" + ", ".join(key + ": " + value) + "}"; a key that is not a string (json converts it)
-    sends the whole object to `json.dumps`."""
+    """ "{" + ", ".join(key + ": " + value) + "}", the plain values in one dump as in
+    `_array_length`; a key that is not a string (json converts it) sends the whole object to
+    `json.dumps`."""
+    if not value:
+        return 2
     if not all(isinstance(k, str) for k in value):
         return _dumped(value)
-    parts = sum(_dumped(k) + 2 + json_length(v, seen, depth + 1) for k, v in value.items())
-    return 2 + parts + 2 * max(len(value) - 1, 0)
+    plain = {k: v for k, v in value.items() if not isinstance(v, _CONTAINER)}
+    size = _items(_dumped(plain), len(plain)) if plain else 0
+    size += sum(
+        _dumped(k) + 2 + json_length(v, seen, depth + 1)
+        for k, v in value.items()
+        if isinstance(v, _CONTAINER)
+    )
+    return 2 + size + 2 * (len(value) - 1)

@@ -103,12 +103,15 @@ def _convert(chunk: list[dict[str, Any]], features: Features) -> pa.Table:
     return table.cast(features.arrow_schema)
 
 
-def _parts(rows: list[dict[str, Any]], features: Features) -> Iterator[pa.Table]:
-    """Rows (in order) -> Arrow tables of `CONVERT_ROWS` rows, one at a time."""
+def _parts(
+    rows: list[dict[str, Any]], features: Features, size: int | None = None
+) -> Iterator[pa.Table]:
+    """Rows (in order) -> Arrow tables of `size` (`CONVERT_ROWS`) rows, one at a time."""
     spec = dict(features)
-    for start in range(0, len(rows), CONVERT_ROWS):
+    size = size or CONVERT_ROWS
+    for start in range(0, len(rows), size):
         encoded: Encoded = {}  # per chunk: the texts live as long as the chunk's rows
-        chunk = [encode_json(spec, r, encoded) for r in rows[start : start + CONVERT_ROWS]]
+        chunk = [encode_json(spec, r, encoded) for r in rows[start : start + size]]
         yield _convert(chunk, features)
 
 
@@ -161,14 +164,14 @@ def write_shard(
         if table is not None:
             pq.write_table(table, f, compression="zstd", row_group_size=group)
             return len(rows)
-        # the row groups `write_table` makes of the whole table, from one group's rows at a time
-        first = arrow_table(rows[:group], features)
-        with pq.ParquetWriter(f, first.schema, compression="zstd") as writer:
-            writer.write_table(first, row_group_size=group)
-            del first
-            for start in range(group, len(rows), group):
-                piece = arrow_table(rows[start : start + group], features)
+        # the row groups `write_table` makes of the whole table, one at a time, each converted
+        # in one piece (contiguous, as the writer needs it, without a second copy to combine
+        # parts): a group's JSON texts are shared by its rows, so its Python side stays small
+        pieces = _parts(rows, features, size=group)
+        with pq.ParquetWriter(f, features.arrow_schema, compression="zstd") as writer:
+            for piece in pieces:
                 writer.write_table(piece, row_group_size=group)
+                del piece
     return len(rows)
 
 
