@@ -153,8 +153,13 @@ def _parse(trajectory_json: str) -> Trajectory:
     return Trajectory.from_json(trajectory_json)
 
 
-def _trajectory(record: DatasetRecord) -> Trajectory:
+def trajectory_of(record: DatasetRecord) -> Trajectory:
+    """The record's trajectory through the same one-entry cache: the split stage parses it
+    for the views' sizes and, right after, for the near-duplicate flags (issue 30)."""
     return _parse(record.trajectory_json)
+
+
+_trajectory = trajectory_of
 
 
 @functools.lru_cache(maxsize=1)

@@ -17,13 +17,13 @@ from collections.abc import Iterator
 
 import apache_beam as beam
 
-from trajforge.pipelines import heap, io, packed_rows, shards, splits
+from trajforge.pipelines import heap, io, packed_rows, shards, splits, views
 from trajforge.pipelines.config import BuildConfig, NearDupConfig
 from trajforge.pipelines.json_size import Seen, json_length
 from trajforge.pipelines.split_figures import FIGURES_KEY, row_figures, split_figures
 from trajforge.pipelines.transforms.dedup import NearDupPairs, dedup_item
 from trajforge.pipelines.transforms.text_file import WriteTextFile
-from trajforge.schemas import DatasetRecord, Trajectory
+from trajforge.schemas import DatasetRecord
 
 MESSAGES_VIEW = "messages"  # the view whose token counts the card reports
 
@@ -48,8 +48,7 @@ def near_flags(records, near: NearDupConfig, threshold: float):
     transform as dedup, verified at `threshold`."""
     return (
         records
-        | "NearItems"
-        >> beam.Map(lambda r: dedup_item(Trajectory.from_json(r.trajectory_json), r.id))
+        | "NearItems" >> beam.Map(lambda r: dedup_item(views.trajectory_of(r), r.id))
         | "SplitNearPairs" >> NearDupPairs(near, verify_at=threshold, family="split_near")
     )
 
