@@ -12,7 +12,9 @@ record holding one.
 from __future__ import annotations
 
 import difflib
+import functools
 import re
+from collections import Counter
 from collections.abc import Iterable
 
 from trajforge.generators.value_grammar import typed_values
@@ -21,9 +23,17 @@ from trajforge.generators.values import entity_tokens
 _WORD = re.compile(r"[^\W\d_]+")
 
 
+@functools.lru_cache(maxsize=4096)
+def _span_pattern(span: str) -> re.Pattern[str]:
+    """The literal `span`, any case. Cached here: the spans are each text's values and names,
+    more distinct ones than `re`'s own cache of 512 holds across a build, so `re.sub` compiled
+    ~15,000 patterns in a 1,600-task blueprint build (~2 ms of CPU per task, issue 30)."""
+    return re.compile(re.escape(span), flags=re.IGNORECASE)
+
+
 def _without(text: str, spans: Iterable[str]) -> str:
     for span in sorted({s for s in spans if s}, key=len, reverse=True):
-        text = re.sub(re.escape(span), " ", text, flags=re.IGNORECASE)
+        text = _span_pattern(span).sub(" ", text)
     return text
 
 
@@ -52,4 +62,15 @@ def repeats(text: str, previous: str | None, ratio: float = 0.9) -> bool:
         return False
     if a == b:
         return True
-    return len(a.split()) >= 6 and difflib.SequenceMatcher(None, a, b).ratio() >= ratio
+    if len(a.split()) < 6:
+        return False
+    return _quick_ratio(a, b) >= ratio and difflib.SequenceMatcher(None, a, b).ratio() >= ratio
+
+
+def _quick_ratio(a: str, b: str) -> float:
+    """`SequenceMatcher(None, a, b).quick_ratio()`: the characters the two share as multisets,
+    an upper bound on `ratio()` (difflib's docs) in linear time. It settles 99.6% of a
+    blueprint build's turn pairs without `ratio()`'s matching or building the matcher's index
+    of `b` (~2 ms of CPU per task, issue 30)."""
+    shared = sum((Counter(a) & Counter(b)).values())
+    return 2.0 * shared / (len(a) + len(b))

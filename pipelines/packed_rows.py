@@ -20,6 +20,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from trajforge.schemas import DatasetRecord
+
 #: LZ4 frames (pyarrow's bundled codec: no extra dependency); zstd packs ~25% smaller but
 #: costs ~4x the CPU per record, and the blobs live only for the length of a build.
 CODEC = "lz4"
@@ -27,11 +29,30 @@ CODEC = "lz4"
 
 def pack(rows: list[dict[str, Any]]) -> tuple[int, bytes]:
     """(the pickle's size, its LZ4 frame): the size is what decompression needs up front."""
-    raw = pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL)
-    return len(raw), pa.Codec(CODEC).compress(raw, asbytes=True)
+    return _pack(rows)
 
 
 def unpack(packed: tuple[int, bytes]) -> list[dict[str, Any]]:
     """The rows `pack` was given (equal values, shared objects shared again)."""
+    return _unpack(packed)
+
+
+def pack_record(record: DatasetRecord) -> tuple[int, bytes]:
+    """One record for the stage that keys its rows: the records wait in the local runner's
+    memory from the stage that makes them until the split plan is known, and coded by Beam
+    (a pickle) a retail record is ~45 KB, packed ~11 KB (~0.05 ms to pack, issue 30)."""
+    return _pack(record)
+
+
+def unpack_record(packed: tuple[int, bytes]) -> DatasetRecord:
+    return _unpack(packed)
+
+
+def _pack(value: Any) -> tuple[int, bytes]:
+    raw = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    return len(raw), pa.Codec(CODEC).compress(raw, asbytes=True)
+
+
+def _unpack(packed: tuple[int, bytes]) -> Any:
     size, blob = packed
     return pickle.loads(pa.Codec(CODEC).decompress(blob, decompressed_size=size, asbytes=True))

@@ -11,13 +11,13 @@ makes `load_dataset` decode `Json` columns back to dicts.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from trajforge.pipelines import files, io, ownership, views
+from trajforge.pipelines import arrow_size, files, io, ownership, views
 from trajforge.pipelines.features import Features, Json, List
 from trajforge.schemas import DatasetRecord
 
@@ -58,19 +58,73 @@ def row_group_rows(num_rows: int, nbytes: int) -> int:
     return max(1, min(ROW_GROUP_MAX_ROWS, int(ROW_GROUP_BYTES / per_row)))
 
 
-def encode_json(feature: Any, value: Any) -> Any:
+#: id -> (a `Json` value already encoded, its text): the value is held so its id is not reused
+Encoded = dict[int, tuple[Any, str]]
+
+
+def encode_json(feature: Any, value: Any, encoded: Encoded | None = None) -> Any:
     """Pre-encode every `Json` value as JSON text. `Json.encode_example` keeps a string that
     already parses as JSON, so a plain string such as "43131" would come back as the number
-    43131; encoding it ourselves makes every value round-trip exactly."""
+    43131; encoding it ourselves makes every value round-trip exactly. `encoded`: texts of the
+    dicts and lists already encoded, by identity: a record's `step_prefix` rows share their
+    prefix messages (`packed_rows` keeps them shared), which were dumped once per row they
+    appear in, quadratic in the conversation (issue 30)."""
     if value is None:
         return None
     if isinstance(feature, Json):
-        return json.dumps(value, ensure_ascii=False)
+        if encoded is None or not isinstance(value, dict | list):
+            return json.dumps(value, ensure_ascii=False)
+        known = encoded.get(id(value))
+        if known is None:
+            known = encoded[id(value)] = (value, json.dumps(value, ensure_ascii=False))
+        return known[1]
     if isinstance(feature, List):
-        return [encode_json(feature.feature, v) for v in value]
+        return [encode_json(feature.feature, v, encoded) for v in value]
     if isinstance(feature, Mapping):
-        return {k: encode_json(feature[k], v) for k, v in value.items()}
+        return {k: encode_json(feature[k], v, encoded) for k, v in value.items()}
     return value
+
+
+#: One value's encoding (`encode_json`'s, for one feature), given the shared texts
+ValueEncoder = Callable[[Any, Encoded], Any]
+
+
+def row_encoder(features: Mapping[str, Any]) -> ValueEncoder:
+    """`encode_json(features, row, encoded)` as one function per feature, built once per shard:
+    the recursive walk asked each value's feature its type again for every row (800,000 calls
+    for a 400-task build's step_prefix rows, issue 30). Same values out: the shards are
+    compared byte for byte with `encode_json`'s (`tests/pipelines/test_shard_writing.py`)."""
+    return _encoder(features) or (lambda value, encoded: value)
+
+
+def _encoder(feature: Any) -> ValueEncoder | None:
+    """None: the value goes through unchanged."""
+    if isinstance(feature, Json):
+        return _json_text
+    if isinstance(feature, List):
+        item = _encoder(feature.feature)
+        if item is None:
+            return None
+        return lambda value, encoded: None if value is None else [item(v, encoded) for v in value]
+    if isinstance(feature, Mapping):
+        fields = {k: _encoder(f) for k, f in feature.items()}
+        if all(f is None for f in fields.values()):
+            return None
+        return lambda value, encoded: None if value is None else {
+            k: v if fields[k] is None else fields[k](v, encoded) for k, v in value.items()
+        }  # fmt: skip
+    return None
+
+
+def _json_text(value: Any, encoded: Encoded) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    known = encoded.get(id(value))
+    if known is None:
+        known = encoded[id(value)] = (value, json.dumps(value, ensure_ascii=False))
+    return known[1]
 
 
 #: Rows encoded and converted to Arrow at a time. Converting a whole shard at once held its
@@ -91,15 +145,39 @@ def _convert(chunk: list[dict[str, Any]], features: Features) -> pa.Table:
     return table.cast(features.arrow_schema)
 
 
+def _parts(
+    rows: list[dict[str, Any]], features: Features, size: int | None = None
+) -> Iterator[pa.Table]:
+    """Rows (in order) -> Arrow tables of `size` (`CONVERT_ROWS`) rows, one at a time."""
+    encode = row_encoder(features)
+    size = size or CONVERT_ROWS
+    for start in range(0, len(rows), size):
+        encoded: Encoded = {}  # per chunk: the texts live as long as the chunk's rows
+        chunk = [encode(r, encoded) for r in rows[start : start + size]]
+        yield _convert(chunk, features)
+
+
 def arrow_table(rows: list[dict[str, Any]], features: Features) -> pa.Table:
     """Rows (in order) -> one contiguous Arrow table, `CONVERT_ROWS` at a time; the table is the
     one a single conversion gives (`tests/pipelines/test_shard_writing.py`)."""
-    spec = dict(features)
-    parts = []
-    for start in range(0, len(rows), CONVERT_ROWS):
-        chunk = [encode_json(spec, r) for r in rows[start : start + CONVERT_ROWS]]
-        parts.append(_convert(chunk, features))
-    return pa.concat_tables(parts).combine_chunks()
+    return pa.concat_tables(list(_parts(rows, features))).combine_chunks()
+
+
+def _measured(rows: list[dict[str, Any]], features: Features) -> tuple[int, pa.Table | None]:
+    """(the shard's table's `nbytes`, the table itself when it fits one row group's bytes).
+    A larger shard is measured part by part and not kept (`arrow_size` says why)."""
+    parts: list[pa.Table] | None = []
+    total: arrow_size.Footprint = {}
+    for part in _parts(rows, features):
+        arrow_size.merge(total, arrow_size.footprint(part))
+        if parts is not None:
+            parts.append(part)
+            if arrow_size.nbytes(total) > ROW_GROUP_BYTES:
+                parts = None  # more than one row group: written a row group at a time
+    if parts is None:
+        return arrow_size.nbytes(total), None
+    table = pa.concat_tables(parts).combine_chunks()
+    return table.nbytes, table
 
 
 def _create(path: str, run_dir: str | None):
@@ -118,15 +196,25 @@ def write_shard(
     rows = sorted(rows, key=lambda r: r["id"])
     if not rows:
         return _write_empty(path, features, run_dir)
-    table = arrow_table(rows, features)
+    try:
+        nbytes, table = _measured(rows, features)
+    except arrow_size.UnsizedType:
+        table = arrow_table(rows, features)
+        nbytes = table.nbytes
+    group = row_group_rows(len(rows), nbytes)
     with _create(path, run_dir) as f:
-        pq.write_table(
-            table,
-            f,
-            compression="zstd",
-            row_group_size=row_group_rows(table.num_rows, table.nbytes),
-        )
-    return table.num_rows
+        if table is not None:
+            pq.write_table(table, f, compression="zstd", row_group_size=group)
+            return len(rows)
+        # the row groups `write_table` makes of the whole table, one at a time, each converted
+        # in one piece (contiguous, as the writer needs it, without a second copy to combine
+        # parts): a group's JSON texts are shared by its rows, so its Python side stays small
+        pieces = _parts(rows, features, size=group)
+        with pq.ParquetWriter(f, features.arrow_schema, compression="zstd") as writer:
+            for piece in pieces:
+                writer.write_table(piece, row_group_size=group)
+                del piece
+    return len(rows)
 
 
 def _write_empty(path: str, features: Features, run_dir: str | None = None) -> int:

@@ -153,8 +153,26 @@ def _parse(trajectory_json: str) -> Trajectory:
     return Trajectory.from_json(trajectory_json)
 
 
-def _trajectory(record: DatasetRecord) -> Trajectory:
+def trajectory_of(record: DatasetRecord) -> Trajectory:
+    """The record's trajectory through the same one-entry cache: the split stage parses it
+    for the views' sizes and, right after, for the near-duplicate flags (issue 30)."""
     return _parse(record.trajectory_json)
+
+
+_trajectory = trajectory_of
+
+
+@functools.lru_cache(maxsize=1)
+def _chat(trajectory_json: str) -> tuple[dict[str, Any], ...]:
+    """The last record's chat messages, built once for its three chat views and both passes
+    (sizing, keying): `training_message` sanitises every text, ~5 ms a retail record each time.
+    The views' rows share these dicts; nothing writes to a row, so sharing is safe (the
+    Trajectory under them is frozen for the same reason)."""
+    return tuple(chat_messages(_parse(trajectory_json)))
+
+
+def _chat_messages(record: DatasetRecord) -> list[dict[str, Any]]:
+    return list(_chat(record.trajectory_json))
 
 
 def _tools(record: DatasetRecord) -> list[dict[str, Any]]:
@@ -162,7 +180,7 @@ def _tools(record: DatasetRecord) -> list[dict[str, Any]]:
 
 
 def messages_rows(record: DatasetRecord) -> list[dict[str, Any]]:
-    messages, tools = chat_messages(_trajectory(record)), _tools(record)
+    messages, tools = _chat_messages(record), _tools(record)
     return [
         {
             **_keys(record),
@@ -175,7 +193,7 @@ def messages_rows(record: DatasetRecord) -> list[dict[str, Any]]:
 
 
 def step_prefix_rows(record: DatasetRecord) -> list[dict[str, Any]]:
-    messages, tools = chat_messages(_trajectory(record)), _tools(record)
+    messages, tools = _chat_messages(record), _tools(record)
     sizes = [_json_chars(m) for m in messages]  # each message dumped once, not once per prefix
     tools_chars = _json_chars(tools)
     rows = []
@@ -248,7 +266,7 @@ def _sharegpt_turns(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
 
 
 def sharegpt_rows(record: DatasetRecord) -> list[dict[str, Any]]:
-    messages = chat_messages(_trajectory(record))
+    messages = _chat_messages(record)
     system = "\n".join(m.get("content") or "" for m in messages if m["role"] == "system")
     return [
         {

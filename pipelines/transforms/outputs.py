@@ -13,15 +13,17 @@ one record.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 import apache_beam as beam
 
-from trajforge.pipelines import io, packed_rows, shards, splits
+from trajforge.pipelines import heap, io, packed_rows, shards, splits, views
 from trajforge.pipelines.config import BuildConfig, NearDupConfig
+from trajforge.pipelines.json_size import Seen, json_length
 from trajforge.pipelines.split_figures import FIGURES_KEY, row_figures, split_figures
 from trajforge.pipelines.transforms.dedup import NearDupPairs, dedup_item
 from trajforge.pipelines.transforms.text_file import WriteTextFile
-from trajforge.schemas import DatasetRecord, Trajectory
+from trajforge.schemas import DatasetRecord
 
 MESSAGES_VIEW = "messages"  # the view whose token counts the card reports
 
@@ -30,7 +32,8 @@ def split_keys(record: DatasetRecord, outputs: tuple[str, ...]) -> splits.SplitK
     """The record's cluster keys and bytes per output: all the plan gathers of a record (its
     near-duplicate edges are found in bounded buckets, `near_flags`)."""
     rows = {o: list(shards.rows_of(o, record)) for o in outputs}
-    sizes = {o: sum(len(json.dumps(r, default=str)) for r in rs) for o, rs in rows.items()}
+    seen: Seen = {}  # shared prefix messages measured once (json_size.py)
+    sizes = {o: sum(json_length(r, seen) for r in rs) for o, rs in rows.items()}
     tokens = [r["num_tokens"] for r in rows.get(MESSAGES_VIEW, ())]
     return splits.SplitKeys(
         id=record.id,
@@ -45,8 +48,7 @@ def near_flags(records, near: NearDupConfig, threshold: float):
     transform as dedup, verified at `threshold`."""
     return (
         records
-        | "NearItems"
-        >> beam.Map(lambda r: dedup_item(Trajectory.from_json(r.trajectory_json), r.id))
+        | "NearItems" >> beam.Map(lambda r: dedup_item(views.trajectory_of(r), r.id))
         | "SplitNearPairs" >> NearDupPairs(near, verify_at=threshold, family="split_near")
     )
 
@@ -160,6 +162,7 @@ class WriteOutputs(beam.PTransform):
         (  # one keying, one GroupByKey and one writer for every output: the local runner pays
             # set-up per transform and per fused stage, and five outputs had five of each
             records
+            | "PackRecords" >> beam.Map(packed_rows.pack_record)  # they wait for the plan
             | "KeyRows" >> beam.FlatMap(_keyed_rows, self.outputs, beam.pvalue.AsSingleton(plan))
             | "GroupShards" >> beam.GroupByKey()
             | "WriteShards" >> beam.Map(_write, self.run_dir, self.staging)
@@ -167,9 +170,12 @@ class WriteOutputs(beam.PTransform):
         return records
 
 
-def _keyed_rows(record: DatasetRecord, outputs: tuple[str, ...], plan: splits.SplitPlan):
-    """Every output's rows of one record, packed per output (`packed_rows` says why), keyed by
-    the shard that holds them."""
+def _keyed_rows(
+    packed: tuple[int, bytes], outputs: tuple[str, ...], plan: splits.SplitPlan
+) -> Iterator[tuple[tuple[str, str, int, int], tuple[int, bytes]]]:
+    """Every output's rows of one (packed) record, packed per output (`packed_rows` says why),
+    keyed by the shard that holds them."""
+    record = packed_rows.unpack_record(packed)
     assigned = {}  # split -> the record with its split and cluster (one copy per record)
     for output in outputs:
         split, shard, n = plan.shard_of(output, record.id)
@@ -190,4 +196,6 @@ def _write(
     rel = f"{base}/{rel}" if base else rel
     rows = [row for blob in packed for row in packed_rows.unpack(blob)]
     shards.write_shard(rel, rows, shards.features_of(output), run_dir)
+    del rows
+    heap.release_free_heap()  # the next shard starts from what is live (heap.py says why)
     return io.join(run_dir, rel)

@@ -1,0 +1,37 @@
+"""Hand the C heap's free pages back to the system between shards (glibc's `malloc_trim`).
+
+Why: the shard writer unpacks a shard's rows (many small strings and dicts), converts them to
+Arrow and frees them, shard after shard. glibc keeps what was freed in its heap, and where a
+live block sits above the free ones the heap cannot shrink: a 1,600-task retail blueprint build
+crept from 700 to 860 MB of RSS over the shards before its largest (`step_prefix`) one and
+peaked at 944 MB; trimmed after each shard, 708 MB before it and 874 MB at the peak (issue 30,
+benchmarks/README.md). A trim costs a few milliseconds. Elsewhere than glibc (macOS, musl)
+this is a no-op: those allocators return memory on their own terms.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import sys
+
+
+def release_free_heap() -> bool:
+    """Return the heap's free pages to the system; False where there is no `malloc_trim`."""
+    libc = _glibc()
+    if libc is None:
+        return False
+    libc.malloc_trim(0)
+    return True
+
+
+@functools.lru_cache(maxsize=1)
+def _glibc() -> ctypes.CDLL | None:
+    """The C library when it is glibc (loaded once: a handle, not state)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return None
+    return libc if hasattr(libc, "malloc_trim") else None

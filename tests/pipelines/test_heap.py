@@ -1,0 +1,41 @@
+"""The shard writer hands freed heap pages back after each shard (issue 30, `pipelines/heap.py`);
+off glibc the call is a no-op."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from trajforge.pipelines import heap, packed_rows
+from trajforge.pipelines.transforms import outputs
+
+
+def sharegpt_row(i: int) -> dict:
+    turns = [{"from": "human", "value": f"hi {i}"}, {"from": "gpt", "value": "hello"}]
+    return {"id": f"r{i}", "task_id": "t", "domain": "toy", "system": "s", "tools": "[]",
+            "conversations": turns}  # fmt: skip
+
+
+@pytest.mark.skipif(heap._glibc() is None, reason="glibc only")
+def test_trims_on_glibc():
+    assert heap.release_free_heap() is True
+
+
+def test_no_op_off_linux(monkeypatch):
+    heap._glibc.cache_clear()
+    monkeypatch.setattr(sys, "platform", "darwin")
+    try:
+        assert heap.release_free_heap() is False
+    finally:
+        heap._glibc.cache_clear()
+
+
+def test_the_writer_releases_after_each_shard(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(heap, "release_free_heap", lambda: calls.append(1) or True)
+    for shard in range(2):
+        packed = [packed_rows.pack([sharegpt_row(shard * 10 + i)]) for i in range(3)]
+        outputs._write((("sharegpt", "train", shard, 2), packed), str(tmp_path), "")
+        assert len(calls) == shard + 1
+    assert len(list(tmp_path.glob("views/sharegpt/train-*.parquet"))) == 2
