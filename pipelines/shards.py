@@ -221,9 +221,7 @@ def write_streamed(
     count = [0]
     try:
         nbytes, table = _measured(_checked(source(), count), features)
-    except OutOfOrder:
-        return write_shard(path, list(source()), features, run_dir)
-    except arrow_size.UnsizedType:
+    except (OutOfOrder, arrow_size.UnsizedType):
         return write_shard(path, list(source()), features, run_dir)
     return _write_measured(path, source, count[0], nbytes, table, features, run_dir)
 
