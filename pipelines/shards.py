@@ -10,8 +10,9 @@ makes `load_dataset` decode `Json` columns back to dicts.
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -146,15 +147,17 @@ def _convert(chunk: list[dict[str, Any]], features: Features) -> pa.Table:
 
 
 def _parts(
-    rows: list[dict[str, Any]], features: Features, size: int | None = None
+    rows: Iterable[dict[str, Any]], features: Features, size: int | None = None
 ) -> Iterator[pa.Table]:
-    """Rows (in order) -> Arrow tables of `size` (`CONVERT_ROWS`) rows, one at a time."""
+    """Rows (in order) -> Arrow tables of `size` (`CONVERT_ROWS`) rows, one at a time: only
+    one chunk of `rows` is taken from the iterable at a time."""
     encode = row_encoder(features)
     size = size or CONVERT_ROWS
-    for start in range(0, len(rows), size):
+    stream = iter(rows)
+    while chunk := list(itertools.islice(stream, size)):
         encoded: Encoded = {}  # per chunk: the texts live as long as the chunk's rows
-        chunk = [encode(r, encoded) for r in rows[start : start + size]]
-        yield _convert(chunk, features)
+        yield _convert([encode(r, encoded) for r in chunk], features)
+        del chunk
 
 
 def arrow_table(rows: list[dict[str, Any]], features: Features) -> pa.Table:
@@ -163,7 +166,7 @@ def arrow_table(rows: list[dict[str, Any]], features: Features) -> pa.Table:
     return pa.concat_tables(list(_parts(rows, features))).combine_chunks()
 
 
-def _measured(rows: list[dict[str, Any]], features: Features) -> tuple[int, pa.Table | None]:
+def _measured(rows: Iterable[dict[str, Any]], features: Features) -> tuple[int, pa.Table | None]:
     """(the shard's table's `nbytes`, the table itself when it fits one row group's bytes).
     A larger shard is measured part by part and not kept (`arrow_size` says why)."""
     parts: list[pa.Table] | None = []
@@ -176,6 +179,8 @@ def _measured(rows: list[dict[str, Any]], features: Features) -> tuple[int, pa.T
                 parts = None  # more than one row group: written a row group at a time
     if parts is None:
         return arrow_size.nbytes(total), None
+    if not parts:
+        return 0, None  # no rows: an empty shard
     table = pa.concat_tables(parts).combine_chunks()
     return table.nbytes, table
 
@@ -193,28 +198,85 @@ def write_shard(
 ) -> int:
     """Write one shard (rows sorted by id); returns the number of rows. With `run_dir`, `path`
     is relative to it and the shard is the run's (recorded, renamed into place when whole)."""
-    rows = sorted(rows, key=lambda r: r["id"])
-    if not rows:
+    ordered = sorted(rows, key=lambda r: r["id"])
+    return _write_ordered(path, lambda: iter(ordered), len(ordered), features, run_dir)
+
+
+#: Rows in id order, each call a fresh pass over the same rows
+RowSource = Callable[[], Iterator[dict[str, Any]]]
+
+
+class OutOfOrder(ValueError):
+    """A row source whose ids are not ascending (`write_streamed` then sorts its rows)."""
+
+
+def write_streamed(
+    path: str, source: RowSource, features: Features, run_dir: str | None = None
+) -> int:
+    """`write_shard` of the rows `source` yields, the same bytes, holding one chunk or one row
+    group of rows at a time instead of the whole shard: `source` is read twice (measured, then
+    written), so it should be cheap to repeat (the shard writer's source unpacks one record's
+    packed rows at a time). Its rows should come in id order; if they do not (checked while
+    measuring, before the file is opened), they are gathered and sorted as `write_shard` does."""
+    count = [0]
+    try:
+        nbytes, table = _measured(_checked(source(), count), features)
+    except (OutOfOrder, arrow_size.UnsizedType):
+        return write_shard(path, list(source()), features, run_dir)
+    return _write_measured(path, source, count[0], nbytes, table, features, run_dir)
+
+
+def _checked(rows: Iterator[dict[str, Any]], count: list[int]) -> Iterator[dict[str, Any]]:
+    """`rows`, counted into `count[0]`, raising `OutOfOrder` at the first id not above the last."""
+    last = None
+    for row in rows:
+        if last is not None and not row["id"] > last:
+            raise OutOfOrder(f"row id {row['id']!r} after {last!r}")
+        last = row["id"]
+        count[0] += 1
+        yield row
+
+
+def _write_ordered(
+    path: str, source: RowSource, num_rows: int, features: Features, run_dir: str | None
+) -> int:
+    if not num_rows:
         return _write_empty(path, features, run_dir)
     try:
-        nbytes, table = _measured(rows, features)
+        nbytes, table = _measured(source(), features)
     except arrow_size.UnsizedType:
-        table = arrow_table(rows, features)
+        table = arrow_table(list(source()), features)
         nbytes = table.nbytes
-    group = row_group_rows(len(rows), nbytes)
+    return _write_measured(path, source, num_rows, nbytes, table, features, run_dir)
+
+
+def _write_measured(
+    path: str,
+    source: RowSource,
+    num_rows: int,
+    nbytes: int,
+    table: pa.Table | None,
+    features: Features,
+    run_dir: str | None,
+) -> int:
+    """Write the measured shard: the kept `table` whole, or (None) `source` again, a row group
+    at a time."""
+    if not num_rows:
+        return _write_empty(path, features, run_dir)
+    group = row_group_rows(num_rows, nbytes)
     with _create(path, run_dir) as f:
         if table is not None:
             pq.write_table(table, f, compression="zstd", row_group_size=group)
-            return len(rows)
+            return num_rows
         # the row groups `write_table` makes of the whole table, one at a time, each converted
         # in one piece (contiguous, as the writer needs it, without a second copy to combine
         # parts): a group's JSON texts are shared by its rows, so its Python side stays small
-        pieces = _parts(rows, features, size=group)
+        pieces = _parts(source(), features, size=group)
         with pq.ParquetWriter(f, features.arrow_schema, compression="zstd") as writer:
             for piece in pieces:
                 writer.write_table(piece, row_group_size=group)
                 del piece
-    return len(rows)
+    return num_rows
 
 
 def _write_empty(path: str, features: Features, run_dir: str | None = None) -> int:

@@ -48,7 +48,7 @@ def test_keyed_values_are_far_smaller_than_the_rows_coded_one_by_one(built_run):
         plan.cluster_of = {record.id: "c"}
         keyed = list(_keyed_rows(packed_rows.pack_record(record), outputs, plan))
         assert [key[0] for key, _ in keyed] == list(outputs)  # one value per output
-        packed += sum(len(blob) for _, (_, blob) in keyed)
+        packed += sum(len(blob) for _, (_, (_, blob)) in keyed)
         assigned = record.model_copy(update={"split": "train", "cluster_id": "c"})
         coded += sum(len(coder.encode(r)) for o in outputs for r in shards.rows_of(o, assigned))
     assert packed < coded / 3, (packed, coded)
