@@ -104,18 +104,16 @@ class TransformersChat:
         prefix together in one `generate` over its cached KV (see the module docstring)."""
         with self._lock:
             model, tokenizer = self._load()
+            tools = [[t.openai_schema() for t in r.tools] for r in requests]
             ids = [
                 tokenizer(
-                    generation_prompt(
-                        r.messages, [t.openai_schema() for t in r.tools], self.family
-                    ),
-                    add_special_tokens=False,
+                    generation_prompt(r.messages, schemas, self.family), add_special_tokens=False
                 )["input_ids"]
-                for r in requests
+                for r, schemas in zip(requests, tools, strict=True)
             ]
             groups: dict[tuple[int, ...], list[int]] = {}
             for row, (request, row_ids) in enumerate(zip(requests, ids, strict=True)):
-                cut = self._prefix.cut(tokenizer, self.family, request, row_ids)
+                cut = self._prefix.cut(tokenizer, self.family, request, tools[row], row_ids)
                 groups.setdefault(tuple(row_ids[:cut]), []).append(row)
             replies: dict[int, ChatResponse] = {}
             for prefix, rows in groups.items():
@@ -215,7 +213,12 @@ class PrefixReuse:
         self._caches: OrderedDict[tuple[int, ...], Any] = OrderedDict()
 
     def cut(
-        self, tokenizer: Any, family: TemplateFamily, request: ChatRequest, ids: Sequence[int]
+        self,
+        tokenizer: Any,
+        family: TemplateFamily,
+        request: ChatRequest,
+        tools: Sequence[dict[str, Any]],
+        ids: Sequence[int],
     ) -> int:
         """How many of a prompt's tokens are its reusable prefix: those it shares with the
         prompt of its leading system messages alone (a template may put tools elsewhere, or
@@ -226,7 +229,6 @@ class PrefixReuse:
             system += 1
         if not self.enabled or system == 0:
             return 0
-        tools = [t.openai_schema() for t in request.tools]
         alone = tokenizer(
             generation_prompt(request.messages[:system], tools, family), add_special_tokens=False
         )["input_ids"]

@@ -128,17 +128,24 @@ def test_the_prefix_is_the_system_part_and_leaves_a_token_to_generate(chat):
     from trajforge.finetune.hf_client import MIN_PREFIX_TOKENS
 
     _, tokenizer = chat._load()
+    schemas = lambda r: [t.openai_schema() for t in r.tools]  # noqa: E731
     render = lambda r: tokenizer(  # noqa: E731
-        generation_prompt(r.messages, [t.openai_schema() for t in r.tools], chat.family),
+        generation_prompt(r.messages, schemas(r), chat.family),
         add_special_tokens=False,
     )["input_ids"]
     request = GREEDY[0]
     ids = render(request)
-    cut = chat._prefix.cut(tokenizer, chat.family, request, ids)
+    cut = chat._prefix.cut(tokenizer, chat.family, request, schemas(request), ids)
     assert MIN_PREFIX_TOKENS <= cut < len(ids)
     system_only = request.model_copy(update={"messages": request.messages[:1]})
     alone = render(system_only)
     assert ids[:cut] == alone[:cut]  # the system message's tokens, nothing of the user's
-    assert chat._prefix.cut(tokenizer, chat.family, system_only, alone) == len(alone) - 1
+    assert (
+        chat._prefix.cut(tokenizer, chat.family, system_only, schemas(system_only), alone)
+        == len(alone) - 1
+    )
     no_system = request.model_copy(update={"messages": request.messages[1:]})
-    assert chat._prefix.cut(tokenizer, chat.family, no_system, render(no_system)) == 0
+    assert (
+        chat._prefix.cut(tokenizer, chat.family, no_system, schemas(no_system), render(no_system))
+        == 0
+    )
