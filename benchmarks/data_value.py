@@ -81,6 +81,9 @@ class Scale(_Frozen):
     ablation_tasks: int = Field(default=1200, ge=8)  # tasks the noisy teacher plays (ablation)
     hidden: int = Field(ge=16)
     layers: int = Field(ge=1)
+    # copy pre-training of every base (finetune/copying.py): in-context copying, which every
+    # pretrained base has and a base built from a config lacks; 0 = an untrained base
+    copy_steps: int = Field(ge=0)
     steps: int = Field(ge=1)  # SFT optimizer steps (every training run in the curves)
     save_every: int = Field(ge=1)  # checkpoints evaluated for the steps curve
     learning_rate: float = Field(gt=0)
@@ -125,10 +128,18 @@ _TOY = dict(
 )
 
 SCALES: dict[str, Scale] = {
-    "full": Scale(**_TOY, num_tasks=2400, golden_build_tasks=215, steps=1400, save_every=700),
-    "reduced": Scale(
-        **_TOY, num_tasks=600, golden_build_tasks=80, ablation_tasks=200, steps=300, save_every=300
+    "full": Scale(
+        **_TOY, num_tasks=2400, golden_build_tasks=215, copy_steps=2500, steps=1400, save_every=700
     ),
+    "reduced": Scale(
+        **_TOY,
+        num_tasks=600,
+        golden_build_tasks=80,
+        ablation_tasks=200,
+        copy_steps=1500,
+        steps=300,
+        save_every=300,
+    ),  # fmt: skip
     # one CUDA GPU, <= 10 min: retail, four single-intent templates held out whole (each
     # intent is taught inside two- and three-intent templates), chosen before any run
     "gpu": Scale(
@@ -141,6 +152,7 @@ SCALES: dict[str, Scale] = {
         ablation_tasks=400,
         hidden=512,
         layers=8,
+        copy_steps=2500,
         steps=1500,
         save_every=500,
         learning_rate=1e-3,
@@ -442,11 +454,12 @@ def require_disjoint(overlap: Overlap, what: str) -> None:
 
 
 def base_model(rec: Recorder, out: Path, run_dir: Path, scale: Scale, name: str = "base") -> Path:
-    """Tokenizer trained on `run_dir`'s train split only; an untrained tiny Llama."""
+    """Tokenizer trained on `run_dir`'s train split only; a tiny Llama pre-trained to copy
+    (random token ids, `scale.copy_steps`), never shown a conversation."""
     path = out / "models" / name
     argv = (sys.executable, "-m", "trajforge.finetune.tiny", "--output", str(path), "--family",
             FAMILY, "--data", str(run_dir), "--hidden", str(scale.hidden), "--layers",
-            str(scale.layers), "--seed", str(SEED))  # fmt: skip
+            str(scale.layers), "--seed", str(SEED), "--copy-steps", str(scale.copy_steps))  # fmt: skip
     rec.run_all([Job(name=f"model {name}", argv=argv, clears=(path,))])
     return path
 
@@ -603,7 +616,7 @@ class Runs(NamedTuple):
 
     train: Path  # the training build: its train split trains every model
     golden: Path  # the golden build: its golden split evaluates every model
-    base: Path  # the untrained model (tokenizer from the training build's train split)
+    base: Path  # the base: copy pre-trained, no conversation (tokenizer: train split only)
 
 
 def run_main(rec: Recorder, out: Path, scale: Scale) -> tuple[MainResult, Runs]:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
+from trajforge.finetune.copying import CopyCurriculum, pretrain_copying, space_variants
 from trajforge.finetune.families import FAMILY_FILE, TemplateFamily, get_family, saved_family
 
 PAD_TOKEN = "<|pad|>"
@@ -78,12 +79,22 @@ def save_tiny(
     hidden: int = 64,
     layers: int = 2,
     vocab_size: int = 2000,
+    copying: CopyCurriculum | None = None,
 ) -> Path:
-    """Train a tokenizer on `texts`, build the model, save both (and the family) to `output`."""
+    """Train a tokenizer on `texts`, build the model (pre-trained to copy when `copying` is
+    given: see finetune/copying.py), save both (and the family) to `output`."""
     tokenizer = train_tokenizer(texts, family, vocab_size)
     model = tiny_model(len(tokenizer), seed=seed, hidden=hidden, layers=layers)
     model.config.eos_token_id = tokenizer.eos_token_id
     model.config.pad_token_id = tokenizer.pad_token_id
+    if copying is not None:
+        first_id = max(tokenizer.all_special_ids) + 1
+        variants = space_variants(tokenizer.get_vocab())
+        report = pretrain_copying(model, copying, first_id, variants)
+        print(
+            f"copy pre-training: {report.steps} steps, final loss {report.final_loss:.3f}, "
+            f"held-out copy accuracy {report.held_out_accuracy:.3f}"
+        )
     output.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(output)
     tokenizer.save_pretrained(output)
@@ -117,11 +128,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hidden", type=int, default=64, help="hidden size (default 64)")
     parser.add_argument("--layers", type=int, default=2, help="decoder layers (default 2)")
     parser.add_argument("--vocab-size", type=int, default=2000, help="BPE vocabulary (2000)")
+    parser.add_argument(
+        "--copy-steps",
+        type=int,
+        default=0,
+        help="pre-train the base this many steps to copy from its context, as a pretrained base "
+        "can (finetune/copying.py; random token ids, no text); 0: untrained (default)",
+    )
     args = parser.parse_args(argv)
+    if args.copy_steps < 0:
+        parser.error(f"--copy-steps: {args.copy_steps} is negative; give 0 (none) or more steps")
     family = get_family(args.family)
     texts = _corpus(args.data, family)
+    copying = CopyCurriculum(steps=args.copy_steps, seed=args.seed) if args.copy_steps else None
     path = save_tiny(
-        Path(args.output), texts, family, args.seed, args.hidden, args.layers, args.vocab_size
+        Path(args.output),
+        texts,
+        family,
+        args.seed,
+        args.hidden,
+        args.layers,
+        args.vocab_size,
+        copying,
     )
     print(f"tiny {family.name} model written to {path}")
     return 0
