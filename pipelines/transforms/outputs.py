@@ -20,6 +20,7 @@ from typing import Any
 
 import apache_beam as beam
 
+from trajforge.generators import data_caches
 from trajforge.pipelines import heap, io, packed_rows, shards, spill, splits, views
 from trajforge.pipelines.config import BuildConfig, NearDupConfig
 from trajforge.pipelines.json_size import Seen, json_length
@@ -213,6 +214,8 @@ def _write(group: tuple[ShardKey, list[spill.SpillRef]], run_dir: str, base: str
     written: unpacked all at once, the largest `step_prefix` shard of a 1,600-task build held its
     10,275 rows next to a 64 MB row group at the build's peak (issue 30)."""
     (output, split, shard, n), refs = group
+    data_caches.release_generation_caches()  # generating is over (data_caches.py says why)
+    heap.release_free_heap()
     rel = shards.shard_rel(output, split, shard, n)
     rel = f"{base}/{rel}" if base else rel
     ordered = sorted(refs, key=lambda r: r.record_id)
