@@ -7,8 +7,8 @@ r"""Assign splits by leakage cluster, then write every output's shards (Beam com
             of references -> Parquet -> spill cleared
 
 Only the small per-record keys meet on one worker; each shard's rows meet on the worker that
-writes the shard, read back from the run directory (`spill.py`). Shards of a split are filled by rank (id order), so they differ by at most
-one record.
+writes the shard, read back from the run directory (`spill.py`). Shards of a split are filled
+by rank (id order), so they differ by at most one record.
 """
 
 from __future__ import annotations
