@@ -33,6 +33,7 @@ from trajforge.pipelines.config import BuildConfig, FailureConfig
 from trajforge.pipelines.finished.card import dataset_card
 from trajforge.pipelines.finished.report import write_report
 from trajforge.pipelines.gc_tuning import freeze_startup
+from trajforge.pipelines.local_runner import TrimmingFnApiRunner
 from trajforge.pipelines.manifest import (
     MANIFEST_FILE,
     Accounting,
@@ -47,7 +48,6 @@ from trajforge.pipelines.processes import ProcessPlan, plan_processes
 from trajforge.pipelines.progress import disposition
 from trajforge.pipelines.resources import StageResources, per_process
 from trajforge.pipelines.run_dir import STAGING_DIR
-from trajforge.pipelines.sdk_worker import FastExitFnApiRunner
 from trajforge.pipelines.split_figures import FIGURES_KEY, split_figures
 from trajforge.pipelines.transforms.attempts import (
     DIFFICULTY,
@@ -457,9 +457,10 @@ def run_build(
     runner = options.get_all_options().get("runner") or "FnApiRunner"
     ownership.write_text(run_dir, "config.json", canonical_json(config.model_dump(mode="json")))
     ownership.write_text(run_dir, "README.md", placeholder_card(config))
-    # Beam's FnApiRunner, whose worker processes (if any) skip the interpreter's teardown
+    # Beam's FnApiRunner, whose worker processes (if any) skip the interpreter's teardown and
+    # which hands freed memory back after each bundle (local_runner.py)
     p = beam.Pipeline(
-        runner=FastExitFnApiRunner() if runner == "FnApiRunner" else None, options=options
+        runner=TrimmingFnApiRunner() if runner == "FnApiRunner" else None, options=options
     )
     rebalance = runner not in LOCAL_RUNNERS
     build_pipeline(p, config, run_dir, rebalance, processes=plan.processes)

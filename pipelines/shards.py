@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from trajforge.pipelines import arrow_size, files, io, ownership, views
+from trajforge.pipelines import arrow_size, files, heap, io, ownership, views
 from trajforge.pipelines.features import Features, Json, List
 from trajforge.schemas import DatasetRecord
 
@@ -59,8 +59,9 @@ def row_group_rows(num_rows: int, nbytes: int) -> int:
     return max(1, min(ROW_GROUP_MAX_ROWS, int(ROW_GROUP_BYTES / per_row)))
 
 
-#: id -> (a `Json` value already encoded, its text): the value is held so its id is not reused
-Encoded = dict[int, tuple[Any, str]]
+#: id -> (a `Json` value already encoded, its text), and (encoder id, id) -> (a list or dict
+#: already encoded, its encoding): the value is held so its id is not reused
+Encoded = dict[Any, tuple[Any, Any]]
 
 
 def encode_json(feature: Any, value: Any, encoded: Encoded | None = None) -> Any:
@@ -95,26 +96,51 @@ def row_encoder(features: Mapping[str, Any]) -> ValueEncoder:
     the recursive walk asked each value's feature its type again for every row (800,000 calls
     for a 400-task build's step_prefix rows, issue 30). Same values out: the shards are
     compared byte for byte with `encode_json`'s (`tests/pipelines/test_shard_writing.py`)."""
-    return _encoder(features) or (lambda value, encoded: value)
+    return _encoder(features, shared=False) or (lambda value, encoded: value)
 
 
-def _encoder(feature: Any) -> ValueEncoder | None:
-    """None: the value goes through unchanged."""
+def _encoder(feature: Any, shared: bool = True) -> ValueEncoder | None:
+    """None: the value goes through unchanged. `shared`: the encoding of a list or dict is
+    shared by the rows holding the same object (`_once`); not for the rows themselves, which
+    are never shared, so each is dropped once encoded."""
     if isinstance(feature, Json):
         return _json_text
     if isinstance(feature, List):
         item = _encoder(feature.feature)
         if item is None:
             return None
-        return lambda value, encoded: None if value is None else [item(v, encoded) for v in value]
+        return _once(lambda value, encoded: [item(v, encoded) for v in value])
     if isinstance(feature, Mapping):
         fields = {k: _encoder(f) for k, f in feature.items()}
         if all(f is None for f in fields.values()):
             return None
-        return lambda value, encoded: None if value is None else {
-            k: v if fields[k] is None else fields[k](v, encoded) for k, v in value.items()
-        }  # fmt: skip
+
+        def mapping(value: Any, encoded: Encoded) -> Any:
+            if value is None:
+                return None
+            return {k: v if fields[k] is None else fields[k](v, encoded) for k, v in value.items()}
+
+        return _once(mapping) if shared else mapping
     return None
+
+
+def _once(encode: ValueEncoder) -> ValueEncoder:
+    """`encode` of a list or dict, the result shared by every row that holds the same object
+    (kept in `encoded` by identity, as the JSON texts are): a record's `step_prefix` rows share
+    its tools list, whose encoded structs were built again for every row, ~25 MB of a 4,500-row
+    row group's 56 MB of Python objects while it was converted (issue 30). The rows convert to
+    the same Arrow values: they are equal, only no longer copies."""
+
+    def shared(value: Any, encoded: Encoded) -> Any:
+        if value is None:
+            return None
+        key = (id(encode), id(value))
+        known = encoded.get(key)
+        if known is None:
+            known = encoded[key] = (value, encode(value, encoded))
+        return known[1]
+
+    return shared
 
 
 def _json_text(value: Any, encoded: Encoded) -> str | None:
@@ -154,10 +180,15 @@ def _parts(
     encode = row_encoder(features)
     size = size or CONVERT_ROWS
     stream = iter(rows)
-    while chunk := list(itertools.islice(stream, size)):
+    while True:
         encoded: Encoded = {}  # per chunk: the texts live as long as the chunk's rows
-        yield _convert([encode(r, encoded) for r in chunk], features)
-        del chunk
+        # encoded as taken: a row as given is dropped once encoded (what it shares with the
+        # chunk's other rows is kept by `encoded`)
+        chunk = [encode(r, encoded) for r in itertools.islice(stream, size)]
+        if not chunk:
+            return
+        yield _convert(chunk, features)
+        del chunk, encoded
 
 
 def arrow_table(rows: list[dict[str, Any]], features: Features) -> pa.Table:
@@ -271,6 +302,7 @@ def _write_measured(
         # the row groups `write_table` makes of the whole table, one at a time, each converted
         # in one piece (contiguous, as the writer needs it, without a second copy to combine
         # parts): a group's JSON texts are shared by its rows, so its Python side stays small
+        heap.release_free_heap()  # what measuring freed, before the largest allocations
         pieces = _parts(source(), features, size=group)
         with pq.ParquetWriter(f, features.arrow_schema, compression="zstd") as writer:
             for piece in pieces:

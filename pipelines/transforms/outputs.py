@@ -3,22 +3,25 @@ r"""Assign splits by leakage cluster, then write every output's shards (Beam com
     records -> SplitKeys                                          \ one combine: (keys,
     records -> near-duplicate flags in bounded MinHash buckets    / pairs) -> SplitPlan
             -> SplitPlan (side input) + splits.json
-    records + plan -> record with split -> (output, split, shard) -> GroupByKey -> Parquet
+    records + plan -> record with split -> rows spilled -> (output, split, shard) -> GroupByKey
+            of references -> Parquet -> spill cleared
 
 Only the small per-record keys meet on one worker; each shard's rows meet on the worker that
-writes the shard. Shards of a split are filled by rank (id order), so they differ by at most
-one record.
+writes the shard, read back from the run directory (`spill.py`). Shards of a split are filled
+by rank (id order), so they differ by at most one record.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from typing import Any
 
 import apache_beam as beam
 
-from trajforge.pipelines import heap, io, packed_rows, shards, splits, views
+from trajforge.generators import data_caches
+from trajforge.pipelines import heap, io, packed_rows, shards, spill, splits, views
 from trajforge.pipelines.config import BuildConfig, NearDupConfig
 from trajforge.pipelines.json_size import Seen, json_length
 from trajforge.pipelines.split_figures import FIGURES_KEY, row_figures, split_figures
@@ -160,56 +163,78 @@ class WriteOutputs(beam.PTransform):
             )
             | "WriteSplitsReport" >> WriteTextFile(io.SPLITS_FILE, self.run_dir)
         )
+        folder = spill.folder_of(self.staging)
         (  # one keying, one GroupByKey and one writer for every output: the local runner pays
             # set-up per transform and per fused stage, and five outputs had five of each
             records
             | "PackRecords" >> beam.Map(packed_rows.pack_record)  # they wait for the plan
-            | "KeyRows" >> beam.FlatMap(_keyed_rows, self.outputs, beam.pvalue.AsSingleton(plan))
+            | "KeyRows"
+            >> beam.FlatMap(
+                _keyed_rows, self.outputs, beam.pvalue.AsSingleton(plan), self.run_dir, folder
+            )
             | "GroupShards" >> beam.GroupByKey()
             | "WriteShards" >> beam.Map(_write, self.run_dir, self.staging)
+            | "ShardsWritten" >> beam.combiners.Count.Globally()  # every shard, then:
+            | "ClearSpill" >> beam.Map(_clear_spill, self.run_dir, folder)
         )
         return records
 
 
+ShardKey = tuple[str, str, int, int]  # (output, split, shard, number of shards)
+
+
 def _keyed_rows(
-    packed: tuple[int, bytes], outputs: tuple[str, ...], plan: splits.SplitPlan
-) -> Iterator[tuple[tuple[str, str, int, int], tuple[str, tuple[int, bytes]]]]:
-    """Every output's rows of one (packed) record, packed per output (`packed_rows` says why),
+    packed: tuple[int, bytes],
+    outputs: tuple[str, ...],
+    plan: splits.SplitPlan,
+    run_dir: str,
+    folder: str,
+) -> list[tuple[ShardKey, spill.SpillRef]]:
+    """Every output's rows of one (packed) record, packed per output (`packed_rows` says why)
+    and spilled to the record's file under `folder` (`spill` says why); a reference to each,
     with the record's id (the writer's order), keyed by the shard that holds them."""
     record = packed_rows.unpack_record(packed)
     assigned = {}  # split -> the record with its split and cluster (one copy per record)
+    keys, blobs = [], []
     for output in outputs:
         split, shard, n = plan.shard_of(output, record.id)
         if split not in assigned:
             update = {"split": split, "cluster_id": plan.cluster_of[record.id]}
             assigned[split] = record.model_copy(update=update)
-        rows = packed_rows.pack(shards.rows_of(output, assigned[split]))
-        yield (output, split, shard, n), (record.id, rows)
+        keys.append((output, split, shard, n))
+        blobs.append(packed_rows.pack(shards.rows_of(output, assigned[split])))
+    return list(zip(keys, spill.write(run_dir, folder, record.id, blobs), strict=True))
 
 
-def _write(
-    group: tuple[tuple[str, str, int, int], list[tuple[str, tuple[int, bytes]]]],
-    run_dir: str,
-    base: str,
-) -> str:
+def _write(group: tuple[ShardKey, list[spill.SpillRef]], run_dir: str, base: str) -> str:
     """One shard, into the run's staging folder `base` (renamed to `data/`, `views/` when the
     build ends, so no reader sees a split still being written); `base` "": straight into
-    `data/` and `views/` (the transform used on its own, in tests). The rows stay packed, one
-    record's at a time unpacked while the shard is measured and again while it is written:
-    unpacked all at once, the largest `step_prefix` shard of a 1,600-task build held its
+    `data/` and `views/` (the transform used on its own, in tests). The rows stay spilled, one
+    record's at a time read and unpacked while the shard is measured and again while it is
+    written: unpacked all at once, the largest `step_prefix` shard of a 1,600-task build held its
     10,275 rows next to a 64 MB row group at the build's peak (issue 30)."""
-    (output, split, shard, n), packed = group
+    (output, split, shard, n), refs = group
+    data_caches.release_generation_caches()  # generating is over (data_caches.py says why)
+    heap.release_free_heap()
     rel = shards.shard_rel(output, split, shard, n)
     rel = f"{base}/{rel}" if base else rel
-    blobs = [blob for _, blob in sorted(packed, key=lambda p: p[0])]
-    shards.write_streamed(rel, lambda: _rows_in_order(blobs), shards.features_of(output), run_dir)
+    ordered = sorted(refs, key=lambda r: r.record_id)
+    source = functools.partial(_rows_in_order, ordered, run_dir, spill.folder_of(base))
+    shards.write_streamed(rel, source, shards.features_of(output), run_dir)
     heap.release_free_heap()  # the next shard starts from what is live (heap.py says why)
     return io.join(run_dir, rel)
 
 
-def _rows_in_order(blobs: list[tuple[int, bytes]]) -> Iterator[dict[str, Any]]:
+def _clear_spill(_shards: int, run_dir: str, folder: str) -> int:
+    """Once every shard is written (the count is their barrier): the spill files go."""
+    return spill.clear(run_dir, folder)
+
+
+def _rows_in_order(
+    refs: list[spill.SpillRef], run_dir: str, folder: str
+) -> Iterator[dict[str, Any]]:
     """The rows of records in id order, each record's sorted by id: ids are `<record id>` or
     `<record id>:<n>` and record ids have one length, so this is the shard's id order
     (`shards.write_streamed` checks it and sorts the whole shard if not)."""
-    for blob in blobs:
-        yield from sorted(packed_rows.unpack(blob), key=lambda r: r["id"])
+    for ref in refs:
+        yield from sorted(spill.read_rows(run_dir, folder, ref), key=lambda r: r["id"])

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from trajforge.pipelines import heap, packed_rows
+from trajforge.pipelines import heap, packed_rows, spill
 from trajforge.pipelines.transforms import outputs
 
 
@@ -35,10 +35,28 @@ def test_the_writer_releases_after_each_shard(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(heap, "release_free_heap", lambda: calls.append(1) or True)
     for shard in range(2):
-        packed = [
-            (f"r{shard * 10 + i}", packed_rows.pack([sharegpt_row(shard * 10 + i)]))
+        refs = [
+            spill.write(
+                str(tmp_path),
+                spill.folder_of(""),
+                f"r{shard * 10 + i}",
+                [packed_rows.pack([sharegpt_row(shard * 10 + i)])],
+            )[0]
             for i in range(3)
         ]
-        outputs._write((("sharegpt", "train", shard, 2), packed), str(tmp_path), "")
-        assert len(calls) == shard + 1
+        outputs._write((("sharegpt", "train", shard, 2), refs), str(tmp_path), "")
+        assert len(calls) >= 2 * (shard + 1)  # before the shard (and its caches) and after
     assert len(list(tmp_path.glob("views/sharegpt/train-*.parquet"))) == 2
+
+
+def test_arrows_pool_is_released_too(monkeypatch):
+    """Arrow keeps freed tables' pages (mimalloc); the writer hands them back with the heap's."""
+    released = []
+
+    class Pool:
+        def release_unused(self):
+            released.append(1)
+
+    monkeypatch.setattr(heap.pa, "default_memory_pool", Pool)
+    heap.release_free_heap()
+    assert released == [1]

@@ -8,7 +8,7 @@ import glob
 import pyarrow.parquet as pq
 from apache_beam.coders.typecoders import registry
 
-from trajforge.pipelines import packed_rows, shards
+from trajforge.pipelines import packed_rows, shards, spill
 from trajforge.pipelines.transforms.outputs import _keyed_rows
 from trajforge.schemas import DatasetRecord
 
@@ -39,16 +39,20 @@ class _Plan:
         raise AttributeError(name)
 
 
-def test_keyed_values_are_far_smaller_than_the_rows_coded_one_by_one(built_run):
+def test_keyed_values_are_far_smaller_than_the_rows_coded_one_by_one(built_run, tmp_path):
+    """The spilled blobs are a third of the rows coded one by one; the GroupByKey's values
+    (references to them) are ~100 bytes each."""
     coder = registry.get_coder(object)
     outputs = (shards.CANONICAL, "messages", "step_prefix", "steps", "sharegpt")
     packed = coded = 0
+    run, folder = str(tmp_path), spill.folder_of("")
     for record in records(built_run):
         plan = _Plan()
         plan.cluster_of = {record.id: "c"}
-        keyed = list(_keyed_rows(packed_rows.pack_record(record), outputs, plan))
+        keyed = _keyed_rows(packed_rows.pack_record(record), outputs, plan, run, folder)
         assert [key[0] for key, _ in keyed] == list(outputs)  # one value per output
-        packed += sum(len(blob) for _, (_, (_, blob)) in keyed)
+        assert all(len(coder.encode(ref)) < 120 for _, ref in keyed)
+        packed += sum(len(spill.read(run, folder, ref)[1]) for _, ref in keyed)
         assigned = record.model_copy(update={"split": "train", "cluster_id": "c"})
         coded += sum(len(coder.encode(r)) for o in outputs for r in shards.rows_of(o, assigned))
     assert packed < coded / 3, (packed, coded)

@@ -109,3 +109,17 @@ def test_empty_shards_have_the_schema_datasets_gives(tmp_path, output):
     assert (tmp_path / "e.parquet").read_bytes() == (tmp_path / "expected.parquet").read_bytes()
     plain = output in ("data", "sharegpt")  # the outputs without a `Json` column
     assert features.has_json == (not plain)
+
+
+def test_rows_sharing_a_list_share_its_encoding():
+    """A record's step_prefix rows hold one tools list: its structs are encoded once per
+    chunk, not once per row (issue 30), and the rows still encode to equal values."""
+    features = shards.features_of("step_prefix")
+    tools = [{"type": "function", "function": {"name": "f", "description": "d",
+                                               "parameters": {"type": "object"}}}]  # fmt: skip
+    rows = [{**prefix_row(i), "tools": tools} for i in range(3)]
+    encode, encoded = shards.row_encoder(features), {}
+    out = [encode(r, encoded) for r in rows]
+    assert out[0]["tools"] is out[2]["tools"]
+    assert out[0]["tools"] == shards.encode_json(features, rows[0])["tools"]
+    assert out[0] is not out[1]  # rows themselves are never shared

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.pipelines.test_shard_writing import prefix_row
-from trajforge.pipelines import packed_rows, shards
+from trajforge.pipelines import packed_rows, shards, spill
 from trajforge.pipelines.transforms.outputs import _write
 from trajforge.schemas import DatasetRecord
 
@@ -40,11 +40,15 @@ def test_writer_streams_packed_records_to_the_same_bytes(
     assert len(per_record) > 2
     rows = [r for _, rs in per_record for r in rs]
     assert shards.write_shard(str(tmp_path / "whole.parquet"), rows, features) == len(rows)
-    values = [(rid, packed_rows.pack(list(reversed(rs)))) for rid, rs in per_record]
+    run, folder = str(tmp_path / "run"), spill.folder_of("")
+    values = [
+        spill.write(run, folder, rid, [packed_rows.pack(list(reversed(rs)))])[0]
+        for rid, rs in per_record
+    ]
     random.Random(0).shuffle(values)  # the group's order is the runner's
     streamed_only = pytest.fail  # the rows come in id order: never gathered and sorted
     monkeypatch.setattr(shards, "write_shard", lambda *a, **k: streamed_only("gathered"))
-    written = _write(((output, "train", 0, 1), values), str(tmp_path / "run"), "")
+    written = _write(((output, "train", 0, 1), values), run, "")
     assert Path(written).read_bytes() == (tmp_path / "whole.parquet").read_bytes()
 
 
