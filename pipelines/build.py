@@ -23,13 +23,13 @@ from typing import Any, NamedTuple
 
 import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
-from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineState
 
 from trajforge.generators.llm.accounting import LATENCY, latency_summary
 from trajforge.generators.llm.factory import model_name
 from trajforge.pipelines import attempts, io, ownership, shards, stages
 from trajforge.pipelines.config import BuildConfig, FailureConfig
+from trajforge.pipelines.construction import build_options, one_local_worker
 from trajforge.pipelines.finished.card import dataset_card
 from trajforge.pipelines.finished.report import write_report
 from trajforge.pipelines.gc_tuning import freeze_startup
@@ -140,6 +140,7 @@ def build_pipeline(
     run_dir: str,
     rebalance: bool = True,
     processes: int = 1,
+    spread_seeds: bool = True,
 ) -> None:
     """Compose the stages on pipeline `p`; disabled optional stages are left out entirely.
 
@@ -147,23 +148,25 @@ def build_pipeline(
     expensive step over workers). A reshuffle is a barrier: a local runner would synthesize
     every task before the first LLM call, so local builds fuse synthesis into generation and
     the LLM latency overlaps the synchronous stages' CPU. `processes`: worker processes of a
-    local multi-process run, which share the configured limits (`local_processes`)."""
+    local multi-process run, which share the configured limits (`local_processes`).
+    `spread_seeds`: reshuffle the seeds over the workers (False where one worker runs them all,
+    `construction.one_local_worker`: a stage and an exchange for nothing)."""
     shared = _Stages(config, run_dir, processes)
-    tasks = verified_tasks(p, config, shared, rebalance)
+    tasks = verified_tasks(p, config, shared, rebalance, spread_seeds)
     trajs = passing_trajectories(tasks, config, shared, run_dir)
     write_kept(trajs, config, shared, run_dir)
     write_failures(shared.routed, run_dir)
 
 
-def verified_tasks(p: beam.Pipeline, config: BuildConfig, s: _Stages, rebalance: bool):
+def verified_tasks(
+    p: beam.Pipeline, config: BuildConfig, s: _Stages, rebalance: bool, spread_seeds: bool = True
+):
     """Seeds -> synthesized, verified tasks (-> the no-tool baseline gate when on)."""
     # One reshuffle spreads the seeds over workers: `Create`'s own (on by default) was a second
     # barrier and stage before it, for nothing (a build's fixed cost, issue 14).
-    seeds = (
-        p
-        | "Seeds" >> beam.Create(range(config.num_tasks), reshuffle=False)
-        | "Reshuffle" >> beam.Reshuffle()
-    )
+    seeds = p | "Seeds" >> beam.Create(range(config.num_tasks), reshuffle=False)
+    if spread_seeds:
+        seeds = seeds | "Reshuffle" >> beam.Reshuffle()
     tasks = s.stage(
         seeds, "SynthesizeTasks", SyncStageFn("synthesize", s.plain, stages.synthesize_task)
     )
@@ -453,7 +456,7 @@ def run_build(
     `beam_args` when not given; the CLI decides first to print the decision)."""
     started = time.monotonic()
     plan = plan or plan_processes(config, beam_args)
-    options = PipelineOptions(list(plan.beam_args))
+    options = build_options(plan.beam_args)
     runner = options.get_all_options().get("runner") or "FnApiRunner"
     ownership.write_text(run_dir, "config.json", canonical_json(config.model_dump(mode="json")))
     ownership.write_text(run_dir, "README.md", placeholder_card(config))
@@ -462,7 +465,8 @@ def run_build(
         runner=FastExitFnApiRunner() if runner == "FnApiRunner" else None, options=options
     )
     rebalance = runner not in LOCAL_RUNNERS
-    build_pipeline(p, config, run_dir, rebalance, processes=plan.processes)
+    spread_seeds = not one_local_worker(options)
+    build_pipeline(p, config, run_dir, rebalance, plan.processes, spread_seeds)
     if owns_process:  # modules and the graph live to the end: out of every full collection
         freeze_startup()
     result = p.run()
