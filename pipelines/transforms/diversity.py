@@ -21,6 +21,7 @@ from trajforge.generators.domains import get_domain
 from trajforge.pipelines import io
 from trajforge.pipelines.config import DiversityConfig
 from trajforge.pipelines.transforms.dedup import dedup_text
+from trajforge.pipelines.transforms.global_combine import CombineAll
 from trajforge.pipelines.transforms.text_file import WriteTextFile
 from trajforge.schemas import Record, Trajectory
 from trajforge.verifiers.buckets import sample_rank
@@ -124,7 +125,7 @@ class Diversity(beam.PTransform):
 
     def expand(self, kept):
         cfg = self.cfg
-        tally = kept | "Coverage" >> beam.CombineGlobally(CoverageCombineFn())
+        tally = kept | "Coverage" >> CombineAll(CoverageCombineFn())
         sample = []  # the Vendi sample is embedded only with the embedder on (semantic dedup)
         if self.with_embeddings:
             sample = beam.pvalue.AsSingleton(

@@ -19,6 +19,7 @@ from collections import Counter
 import apache_beam as beam
 
 from trajforge.pipelines import io, ownership
+from trajforge.pipelines.transforms.global_combine import CombineAll
 from trajforge.pipelines.transforms.text_file import WriteTextFile
 from trajforge.schemas import Record
 
@@ -106,7 +107,7 @@ class WriteShardedJsonl(beam.PTransform):
             | "KeyByShard" >> beam.Map(keyed, beam.pvalue.AsSingleton(total, default_value=0))
             | "GroupByShard" >> beam.GroupByKey()
             | "WriteShard" >> beam.Map(write_shard, run_dir, sub)
-            | "Summaries" >> beam.CombineGlobally(SummaryJson())  # "{}"-like for no shards
+            | "Summaries" >> CombineAll(SummaryJson())  # "{}"-like for no shards
             | "WriteSummary" >> WriteTextFile(f"{sub}/{io.JSONL_SUMMARY_FILE}", run_dir)
         )
 
