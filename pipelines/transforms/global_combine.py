@@ -10,10 +10,14 @@ seven times), and a build had four of these combines (issue 30, a build's fixed 
 Here one marker element from an Impulse joins the keyed input and the combine skips it: for no
 input the output is `fn`'s combination of nothing, exactly CombineGlobally's default
 (`fn.apply([])`), and for any input the marker changes no accumulator. ParDos: the key, the
-marker's key, the combine and the unkeying.
+marker's key, the combine and the unkeying, which also applies `then` when given (a summary
+written where it is computed, instead of by one more Map after it).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import apache_beam as beam
 
@@ -30,8 +34,8 @@ def _marker(_impulse: bytes):
     return None, _Marker()
 
 
-def _value(keyed):
-    return keyed[1]
+def _value(keyed, then: Callable[..., Any] | None, *args):
+    return keyed[1] if then is None else then(keyed[1], *args)
 
 
 class _SkipMarker(beam.CombineFn):
@@ -67,11 +71,14 @@ class _SkipMarker(beam.CombineFn):
 
 class CombineAll(beam.PTransform):
     """PCollection -> one element: `fn` over all of it (`fn`'s output for nothing when empty),
-    as `beam.CombineGlobally(fn)` gives."""
+    as `beam.CombineGlobally(fn)` gives; with `then`, `then(that output, *args)` instead (`args`
+    may be side inputs)."""
 
-    def __init__(self, fn: beam.CombineFn):
+    def __init__(self, fn: beam.CombineFn, then: Callable[..., Any] | None = None, *args):
         super().__init__()
         self.fn = fn
+        self.then = then
+        self.args = args
 
     def expand(self, pcoll):
         marker = pcoll.pipeline | "Once" >> beam.Impulse() | "Marker" >> beam.Map(_marker)
@@ -79,5 +86,5 @@ class CombineAll(beam.PTransform):
             (pcoll | "KeyWithNone" >> beam.Map(_with_none), marker)
             | "WithMarker" >> beam.Flatten()
             | "Combine" >> beam.CombinePerKey(_SkipMarker(self.fn))
-            | "Value" >> beam.Map(_value)
+            | "Value" >> beam.Map(_value, self.then, *self.args)
         )

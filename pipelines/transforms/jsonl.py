@@ -20,7 +20,7 @@ import apache_beam as beam
 
 from trajforge.pipelines import io, ownership
 from trajforge.pipelines.transforms.global_combine import CombineAll
-from trajforge.pipelines.transforms.text_file import WriteTextFile
+from trajforge.pipelines.transforms.text_file import write_line
 from trajforge.schemas import Record
 
 #: Target uncompressed size of one JSON Lines shard.
@@ -107,8 +107,9 @@ class WriteShardedJsonl(beam.PTransform):
             | "KeyByShard" >> beam.Map(keyed, beam.pvalue.AsSingleton(total, default_value=0))
             | "GroupByShard" >> beam.GroupByKey()
             | "WriteShard" >> beam.Map(write_shard, run_dir, sub)
-            | "Summaries" >> CombineAll(SummaryJson())  # "{}"-like for no shards
-            | "WriteSummary" >> WriteTextFile(f"{sub}/{io.JSONL_SUMMARY_FILE}", run_dir)
+            # written for no shards too ("{}"-like)
+            | "Summaries"
+            >> CombineAll(SummaryJson(), write_line, f"{sub}/{io.JSONL_SUMMARY_FILE}", run_dir)
         )
 
 
