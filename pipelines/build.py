@@ -58,7 +58,7 @@ from trajforge.pipelines.transforms.attempts import (
 from trajforge.pipelines.transforms.buckets import scale_report
 from trajforge.pipelines.transforms.dedup import Dedup
 from trajforge.pipelines.transforms.diversity import Diversity
-from trajforge.pipelines.transforms.jsonl import WriteShardedJsonl
+from trajforge.pipelines.transforms.jsonl import WriteJsonlFolders
 from trajforge.pipelines.transforms.outputs import WriteOutputs
 from trajforge.pipelines.transforms.routing import (
     DEAD,
@@ -221,17 +221,13 @@ def write_kept(trajs, config: BuildConfig, s: _Stages, run_dir: str) -> None:
 
 
 def write_failures(routed: list[Any], run_dir: str) -> None:
-    """Every stage's rejections and dead letters, each into one sharded JSON Lines output."""
-    (
-        [r[REJECTED] for r in routed]
-        | "FlattenRejected" >> beam.Flatten()
-        | "WriteRejected" >> WriteShardedJsonl(run_dir, io.REJECTED_DIR)
-    )
-    (
-        [r[DEAD] for r in routed]
-        | "FlattenDeadLetters" >> beam.Flatten()
-        | "WriteDeadLetters" >> WriteShardedJsonl(run_dir, io.DEAD_LETTER_DIR)
-    )
+    """Every stage's rejections and dead letters, each into one sharded JSON Lines folder
+    (both folders written by one set of transforms, `WriteJsonlFolders`)."""
+    folders = {
+        io.REJECTED_DIR: [r[REJECTED] for r in routed] | "FlattenRejected" >> beam.Flatten(),
+        io.DEAD_LETTER_DIR: [r[DEAD] for r in routed] | "FlattenDeadLetters" >> beam.Flatten(),
+    }
+    folders | "WriteFailures" >> WriteJsonlFolders(run_dir)
 
 
 def progress_line(counters: dict[str, int]) -> str:

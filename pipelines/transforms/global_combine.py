@@ -11,7 +11,9 @@ Here one marker element from an Impulse joins the keyed input and the combine sk
 input the output is `fn`'s combination of nothing, exactly CombineGlobally's default
 (`fn.apply([])`), and for any input the marker changes no accumulator. ParDos: the key, the
 marker's key, the combine and the unkeying, which also applies `then` when given (a summary
-written where it is computed, instead of by one more Map after it).
+written where it is computed, instead of by one more Map after it). `CombineEachKey` is the
+same for keyed input and a fixed set of keys, each of which gets its output (several
+summaries, e.g. one per output folder, from one combine).
 """
 
 from __future__ import annotations
@@ -30,12 +32,16 @@ def _with_none(element):
     return None, element
 
 
-def _marker(_impulse: bytes):
-    return None, _Marker()
+def _markers(_impulse: bytes, keys: tuple[Any, ...]):
+    return [(key, _Marker()) for key in keys]
 
 
 def _value(keyed, then: Callable[..., Any] | None, *args):
     return keyed[1] if then is None else then(keyed[1], *args)
+
+
+def _keyed_value(keyed, then: Callable[..., Any] | None, *args):
+    return keyed if then is None else then(keyed[0], keyed[1], *args)
 
 
 class _SkipMarker(beam.CombineFn):
@@ -69,6 +75,16 @@ class _SkipMarker(beam.CombineFn):
         self.fn.teardown(*args, **kwargs)
 
 
+def _combined(keyed, fn: beam.CombineFn, keys: tuple[Any, ...]):
+    """`keyed` with one marker per key of `keys`, combined per key by `fn` (markers skipped)."""
+    markers = keyed.pipeline | "Once" >> beam.Impulse() | "Markers" >> beam.FlatMap(_markers, keys)
+    return (
+        (keyed, markers)
+        | "WithMarkers" >> beam.Flatten()
+        | "Combine" >> beam.CombinePerKey(_SkipMarker(fn))
+    )
+
+
 class CombineAll(beam.PTransform):
     """PCollection -> one element: `fn` over all of it (`fn`'s output for nothing when empty),
     as `beam.CombineGlobally(fn)` gives; with `then`, `then(that output, *args)` instead (`args`
@@ -81,10 +97,31 @@ class CombineAll(beam.PTransform):
         self.args = args
 
     def expand(self, pcoll):
-        marker = pcoll.pipeline | "Once" >> beam.Impulse() | "Marker" >> beam.Map(_marker)
-        return (
-            (pcoll | "KeyWithNone" >> beam.Map(_with_none), marker)
-            | "WithMarker" >> beam.Flatten()
-            | "Combine" >> beam.CombinePerKey(_SkipMarker(self.fn))
-            | "Value" >> beam.Map(_value, self.then, *self.args)
+        keyed = pcoll | "KeyWithNone" >> beam.Map(_with_none)
+        return _combined(keyed, self.fn, (None,)) | "Value" >> beam.Map(
+            _value, self.then, *self.args
+        )
+
+
+class CombineEachKey(beam.PTransform):
+    """(key, value) pairs -> (key, `fn` over its values) for every key of `keys`, those with
+    no value too (`fn`'s output for nothing); with `then`, `then(key, that output, *args)`
+    instead. Values of keys outside `keys` are combined as by `beam.CombinePerKey`."""
+
+    def __init__(
+        self,
+        fn: beam.CombineFn,
+        keys: tuple[Any, ...],
+        then: Callable[..., Any] | None = None,
+        *args,
+    ):
+        super().__init__()
+        self.fn = fn
+        self.keys = keys
+        self.then = then
+        self.args = args
+
+    def expand(self, keyed):
+        return _combined(keyed, self.fn, self.keys) | "Value" >> beam.Map(
+            _keyed_value, self.then, *self.args
         )
