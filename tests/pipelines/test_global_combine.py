@@ -51,3 +51,22 @@ def pardos(transform) -> int:
 def test_fewer_pardos_than_combine_globally():
     fn = beam.combiners.CountCombineFn()
     assert pardos(CombineAll(fn)) + 2 <= pardos(beam.CombineGlobally(fn))
+
+
+def test_the_combine_reads_the_keyed_input_itself():
+    """No Flatten in front of the CombinePerKey: the local runner then does not lift it and
+    holds every element (the marker joins after the combine)."""
+    p = beam.Pipeline()
+    _ = p | beam.Create([1], reshuffle=False) | "All" >> CombineAll(SummaryJson())
+    producers = {}
+
+    class Inputs(beam.pipeline.PipelineVisitor):
+        def enter_composite_transform(self, node):
+            self.visit_transform(node)
+
+        def visit_transform(self, node):
+            if isinstance(node.transform, beam.CombinePerKey):
+                producers[node.full_label] = [i.producer.full_label for i in node.inputs]
+
+    p.visit(Inputs())
+    assert producers == {"All/Combine": ["All/KeyWithNone"]}
