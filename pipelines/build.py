@@ -71,7 +71,7 @@ from trajforge.pipelines.transforms.routing import (
     RoutedStage,
     SyncStageFn,
 )
-from trajforge.schemas import canonical_json
+from trajforge.schemas import DeadLetter, Rejection, canonical_json
 from trajforge.verifiers.filters import build_filters
 
 
@@ -220,14 +220,21 @@ def write_kept(trajs, config: BuildConfig, s: _Stages, run_dir: str) -> None:
     )
 
 
+def failure_folder(record: Rejection | DeadLetter) -> str:
+    """The folder a routed failure is written to: dead letters apart from rejections."""
+    return io.DEAD_LETTER_DIR if isinstance(record, DeadLetter) else io.REJECTED_DIR
+
+
 def write_failures(routed: list[Any], run_dir: str) -> None:
     """Every stage's rejections and dead letters, each into one sharded JSON Lines folder
     (both folders written by one set of transforms, `WriteJsonlFolders`)."""
-    folders = {
-        io.REJECTED_DIR: [r[REJECTED] for r in routed] | "FlattenRejected" >> beam.Flatten(),
-        io.DEAD_LETTER_DIR: [r[DEAD] for r in routed] | "FlattenDeadLetters" >> beam.Flatten(),
-    }
-    folders | "WriteFailures" >> WriteJsonlFolders(run_dir)
+    failures = [r[tag] for tag in (REJECTED, DEAD) for r in routed]
+    folders = (io.REJECTED_DIR, io.DEAD_LETTER_DIR)
+    (
+        failures
+        | "FlattenFailures" >> beam.Flatten()
+        | "WriteFailures" >> WriteJsonlFolders(run_dir, failure_folder, folders)
+    )
 
 
 def progress_line(counters: dict[str, int]) -> str:

@@ -5,8 +5,10 @@
             -> per-shard summary (rows, counts by stage and reason) -> summary.json
 
 Several folders (the build's `rejected/` and `dead_letter/`) go through one set of transforms,
-keyed by folder: each folder's files are what it would get alone, and the local runner pays its
-per-ParDo set-up (~8 ms of CPU each, issue 30) once instead of once per folder.
+keyed by folder (`folder_of` each record): each folder's files are what it would get alone, and
+the local runner pays its per-ParDo set-up (~8 ms of CPU each, issue 30) once instead of once
+per folder. The records come in as one PCollection: a Flatten of each folder's lines held them
+all a second time (+20 MB at 1,600 blueprint tasks).
 
 Rejections carry whole trajectories (~11-24 KB each), so at 1M tasks these outputs reach tens
 of GB: one shard per `JSONL_SHARD_MB` keeps each file (and the worker that writes it) bounded.
@@ -15,10 +17,13 @@ The summary is what the manifest counts from, so nothing reads the records back 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
 from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
 import apache_beam as beam
 
@@ -84,9 +89,14 @@ def summary_json(summaries: list[ShardSummary]) -> str:
     return json.dumps(total.model_dump(mode="json"), sort_keys=True)
 
 
-def _entry(record, sub: str):
-    """(folder, (record id, (stage, reason), its line))."""
-    return sub, (record.record_id, (record.stage, getattr(record, "reason", "")), record.to_json())
+def _entry(record, folder_of: Callable[[Any], str]):
+    """(its folder, (record id, (stage, reason), its line))."""
+    line = record.to_json()
+    return folder_of(record), (
+        record.record_id,
+        (record.stage, getattr(record, "reason", "")),
+        line,
+    )
 
 
 def _keyed(entry, total_bytes: dict[str, int], shard_bytes: int):
@@ -100,20 +110,25 @@ def _write_summary(sub: str, text: str, run_dir: str) -> str:
 
 
 class WriteJsonlFolders(beam.PTransform):
-    """{folder: Rejection / DeadLetter records} -> for each folder,
+    """Rejection / DeadLetter records -> for each folder of `folders`,
     <run_dir>/<folder>/<folder>-SSSSS-of-NNNNN.jsonl and its summary.json (for no records too:
-    no shard, an empty summary)."""
+    no shard, an empty summary); `folder_of(record)` is one of `folders`."""
 
-    def __init__(self, run_dir: str, shard_bytes: int = JSONL_SHARD_MB * 2**20):
+    def __init__(
+        self,
+        run_dir: str,
+        folder_of: Callable[[Any], str],
+        folders: tuple[str, ...],
+        shard_bytes: int = JSONL_SHARD_MB * 2**20,
+    ):
         super().__init__()
         self.run_dir = run_dir
+        self.folder_of = folder_of
+        self.folders = folders
         self.shard_bytes = shard_bytes
 
-    def expand(self, folders):
-        subs = tuple(sorted(folders))
-        lines = [
-            folders[sub] | f"ToJson[{sub}]" >> beam.Map(_entry, sub) for sub in subs
-        ] | "Lines" >> beam.Flatten()
+    def expand(self, records):
+        lines = records | "ToJson" >> beam.Map(_entry, self.folder_of)
         # A folder with no records has no total: nothing of it is keyed, so none is read.
         totals = beam.pvalue.AsDict(lines | "TotalBytes" >> beam.CombinePerKey(LineBytes()))
         return (
@@ -121,8 +136,13 @@ class WriteJsonlFolders(beam.PTransform):
             | "KeyByShard" >> beam.Map(_keyed, totals, self.shard_bytes)
             | "GroupByShard" >> beam.GroupByKey()
             | "WriteShard" >> beam.Map(write_shard, self.run_dir)
-            | "Summaries" >> CombineEachKey(SummaryJson(), subs, _write_summary, self.run_dir)
+            | "Summaries"
+            >> CombineEachKey(SummaryJson(), self.folders, _write_summary, self.run_dir)
         )
+
+
+def _one_folder(_record, sub: str) -> str:
+    return sub
 
 
 class WriteShardedJsonl(beam.PTransform):
@@ -136,7 +156,8 @@ class WriteShardedJsonl(beam.PTransform):
         self.shard_bytes = shard_bytes
 
     def expand(self, records):
-        return {self.sub: records} | WriteJsonlFolders(self.run_dir, self.shard_bytes)
+        folder_of = functools.partial(_one_folder, sub=self.sub)
+        return records | WriteJsonlFolders(self.run_dir, folder_of, (self.sub,), self.shard_bytes)
 
 
 class LineBytes(beam.CombineFn):

@@ -1,5 +1,6 @@
 """Several JSON Lines folders written by one `WriteJsonlFolders` get the files each would get
-alone (`WriteShardedJsonl`), an empty folder its empty summary."""
+alone (`WriteShardedJsonl`), an empty folder its empty summary; the build sends dead letters
+to their own folder."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from pathlib import Path
 import apache_beam as beam
 
 from trajforge.pipelines import io
+from trajforge.pipelines.build import failure_folder
 from trajforge.pipelines.transforms.jsonl import WriteJsonlFolders, WriteShardedJsonl
-from trajforge.schemas import Rejection
+from trajforge.schemas import DeadLetter, Rejection
 
 
 def rejection(i: int, reason: str) -> Rejection:
@@ -31,15 +33,18 @@ def files(root: Path) -> dict[str, bytes]:
     }
 
 
+def folder_of(record: Rejection) -> str:
+    return io.REJECTED_DIR if record.reason == "near_duplicate" else "other"
+
+
+FOLDERS = (io.REJECTED_DIR, "other", io.DEAD_LETTER_DIR)
+
+
 def test_folders_together_write_what_each_writes_alone(tmp_path):
     together, alone = tmp_path / "together", tmp_path / "alone"
     with beam.Pipeline() as p:
-        folders = {
-            io.REJECTED_DIR: p | "R" >> beam.Create(REJECTED),
-            "other": p | "O" >> beam.Create(OTHER),
-            io.DEAD_LETTER_DIR: p | "D" >> beam.Create([]).with_output_types(Rejection),
-        }
-        _ = folders | WriteJsonlFolders(str(together), shard_bytes=SHARD_BYTES)
+        records = p | beam.Create(REJECTED + OTHER)
+        _ = records | WriteJsonlFolders(str(together), folder_of, FOLDERS, SHARD_BYTES)
     with beam.Pipeline() as p:
         for name, records in (
             (io.REJECTED_DIR, REJECTED),
@@ -51,7 +56,16 @@ def test_folders_together_write_what_each_writes_alone(tmp_path):
     written = files(together)
     assert written == files(alone)
     assert sum(name.startswith(f"{io.REJECTED_DIR}/") for name in written) > 2  # shards + summary
+    assert sum(name.startswith("other/") for name in written) > 2
     assert (
         written[f"{io.DEAD_LETTER_DIR}/{io.JSONL_SUMMARY_FILE}"]
         == b'{"counts": [], "shards": []}\n'
     )
+
+
+def test_dead_letters_have_their_own_folder():
+    dead = DeadLetter(
+        record_id="d1", stage="verify_task", error="E: boom", traceback="", element_json="{}"
+    )
+    assert failure_folder(dead) == io.DEAD_LETTER_DIR
+    assert failure_folder(REJECTED[0]) == io.REJECTED_DIR
