@@ -226,9 +226,12 @@ def _extract_values(text: str) -> frozenset[str]:
     values: set[str] = set()
     rest = text
     for pattern, key in ((_EMAIL, str.lower), (_DATE, str.lower), (_AMOUNT, amount_key)):
+        found = False
         for m in pattern.finditer(rest):
+            found = True
             values.add(("amount:" if pattern is _AMOUNT else "") + key(m.group(0)))
-        rest = pattern.sub(" ", rest)
+        if found:  # nothing found, nothing to blank (the blanking was a fifth of its CPU)
+            rest = pattern.sub(" ", rest)
     for token in _TOKEN_WITH_DIGIT.findall(rest):
         token = token.strip("-_")  # strips no digit: the token still holds one
         if not _PROSE_NUMBER.match(token.lstrip("#")):

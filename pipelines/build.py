@@ -23,13 +23,13 @@ from typing import Any, NamedTuple
 
 import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
-from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineState
 
 from trajforge.generators.llm.accounting import LATENCY, latency_summary
 from trajforge.generators.llm.factory import model_name
 from trajforge.pipelines import attempts, io, ownership, shards, stages
 from trajforge.pipelines.config import BuildConfig, FailureConfig
+from trajforge.pipelines.construction import build_options, one_local_worker
 from trajforge.pipelines.finished.card import dataset_card
 from trajforge.pipelines.finished.report import write_report
 from trajforge.pipelines.gc_tuning import freeze_startup
@@ -58,7 +58,7 @@ from trajforge.pipelines.transforms.attempts import (
 from trajforge.pipelines.transforms.buckets import scale_report
 from trajforge.pipelines.transforms.dedup import Dedup
 from trajforge.pipelines.transforms.diversity import Diversity
-from trajforge.pipelines.transforms.jsonl import WriteShardedJsonl
+from trajforge.pipelines.transforms.jsonl import WriteJsonlFolders
 from trajforge.pipelines.transforms.outputs import WriteOutputs
 from trajforge.pipelines.transforms.routing import (
     DEAD,
@@ -71,7 +71,7 @@ from trajforge.pipelines.transforms.routing import (
     RoutedStage,
     SyncStageFn,
 )
-from trajforge.schemas import canonical_json
+from trajforge.schemas import DeadLetter, Rejection, canonical_json
 from trajforge.verifiers.filters import build_filters
 
 
@@ -140,6 +140,7 @@ def build_pipeline(
     run_dir: str,
     rebalance: bool = True,
     processes: int = 1,
+    spread_seeds: bool = True,
 ) -> None:
     """Compose the stages on pipeline `p`; disabled optional stages are left out entirely.
 
@@ -147,23 +148,31 @@ def build_pipeline(
     expensive step over workers). A reshuffle is a barrier: a local runner would synthesize
     every task before the first LLM call, so local builds fuse synthesis into generation and
     the LLM latency overlaps the synchronous stages' CPU. `processes`: worker processes of a
-    local multi-process run, which share the configured limits (`local_processes`)."""
+    local multi-process run, which share the configured limits (`local_processes`).
+    `spread_seeds`: reshuffle the seeds over the workers (False where one worker runs them all,
+    `construction.one_local_worker`: a stage and an exchange for nothing)."""
     shared = _Stages(config, run_dir, processes)
-    tasks = verified_tasks(p, config, shared, rebalance)
+    tasks = verified_tasks(p, config, shared, rebalance, spread_seeds)
     trajs = passing_trajectories(tasks, config, shared, run_dir)
     write_kept(trajs, config, shared, run_dir)
     write_failures(shared.routed, run_dir)
 
 
-def verified_tasks(p: beam.Pipeline, config: BuildConfig, s: _Stages, rebalance: bool):
+def _seeds(_impulse: bytes, num_tasks: int) -> range:
+    return range(num_tasks)
+
+
+def verified_tasks(
+    p: beam.Pipeline, config: BuildConfig, s: _Stages, rebalance: bool, spread_seeds: bool = True
+):
     """Seeds -> synthesized, verified tasks (-> the no-tool baseline gate when on)."""
     # One reshuffle spreads the seeds over workers: `Create`'s own (on by default) was a second
     # barrier and stage before it, for nothing (a build's fixed cost, issue 14).
-    seeds = (
-        p
-        | "Seeds" >> beam.Create(range(config.num_tasks), reshuffle=False)
-        | "Reshuffle" >> beam.Reshuffle()
-    )
+    # The seeds from one Impulse: `Create` pickles its values and decodes them in a Map, one
+    # ParDo more (each costs the local runner ~8 ms of CPU per build, issue 30).
+    seeds = p | "Seeds" >> beam.Impulse() | "SeedRange" >> beam.FlatMap(_seeds, config.num_tasks)
+    if spread_seeds:
+        seeds = seeds | "Reshuffle" >> beam.Reshuffle()
     tasks = s.stage(
         seeds, "SynthesizeTasks", SyncStageFn("synthesize", s.plain, stages.synthesize_task)
     )
@@ -211,17 +220,20 @@ def write_kept(trajs, config: BuildConfig, s: _Stages, run_dir: str) -> None:
     )
 
 
+def failure_folder(record: Rejection | DeadLetter) -> str:
+    """The folder a routed failure is written to: dead letters apart from rejections."""
+    return io.DEAD_LETTER_DIR if isinstance(record, DeadLetter) else io.REJECTED_DIR
+
+
 def write_failures(routed: list[Any], run_dir: str) -> None:
-    """Every stage's rejections and dead letters, each into one sharded JSON Lines output."""
+    """Every stage's rejections and dead letters, each into one sharded JSON Lines folder
+    (both folders written by one set of transforms, `WriteJsonlFolders`)."""
+    failures = [r[tag] for tag in (REJECTED, DEAD) for r in routed]
+    folders = (io.REJECTED_DIR, io.DEAD_LETTER_DIR)
     (
-        [r[REJECTED] for r in routed]
-        | "FlattenRejected" >> beam.Flatten()
-        | "WriteRejected" >> WriteShardedJsonl(run_dir, io.REJECTED_DIR)
-    )
-    (
-        [r[DEAD] for r in routed]
-        | "FlattenDeadLetters" >> beam.Flatten()
-        | "WriteDeadLetters" >> WriteShardedJsonl(run_dir, io.DEAD_LETTER_DIR)
+        failures
+        | "FlattenFailures" >> beam.Flatten()
+        | "WriteFailures" >> WriteJsonlFolders(run_dir, failure_folder, folders)
     )
 
 
@@ -453,7 +465,7 @@ def run_build(
     `beam_args` when not given; the CLI decides first to print the decision)."""
     started = time.monotonic()
     plan = plan or plan_processes(config, beam_args)
-    options = PipelineOptions(list(plan.beam_args))
+    options = build_options(plan.beam_args)
     runner = options.get_all_options().get("runner") or "FnApiRunner"
     ownership.write_text(run_dir, "config.json", canonical_json(config.model_dump(mode="json")))
     ownership.write_text(run_dir, "README.md", placeholder_card(config))
@@ -463,7 +475,8 @@ def run_build(
         runner=TrimmingFnApiRunner() if runner == "FnApiRunner" else None, options=options
     )
     rebalance = runner not in LOCAL_RUNNERS
-    build_pipeline(p, config, run_dir, rebalance, processes=plan.processes)
+    spread_seeds = not one_local_worker(options)
+    build_pipeline(p, config, run_dir, rebalance, plan.processes, spread_seeds)
     if owns_process:  # modules and the graph live to the end: out of every full collection
         freeze_startup()
     result = p.run()

@@ -117,8 +117,7 @@ class BucketPairs(beam.PTransform):
         return (
             members
             | "Bands" >> beam.FlatMap(self.band_entries)
-            | "Buckets" >> BoundedBuckets(self.cap, self.family)
-            | "PairsInBucket" >> beam.FlatMap(pairs_in)
+            | "Buckets" >> BoundedBuckets(self.cap, self.family, then=pairs_in)
         )
 
 

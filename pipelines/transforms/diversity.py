@@ -21,7 +21,8 @@ from trajforge.generators.domains import get_domain
 from trajforge.pipelines import io
 from trajforge.pipelines.config import DiversityConfig
 from trajforge.pipelines.transforms.dedup import dedup_text
-from trajforge.pipelines.transforms.text_file import WriteTextFile
+from trajforge.pipelines.transforms.global_combine import CombineAll
+from trajforge.pipelines.transforms.text_file import write_line
 from trajforge.schemas import Record, Trajectory
 from trajforge.verifiers.buckets import sample_rank
 from trajforge.verifiers.diversity import (
@@ -106,6 +107,19 @@ def diversity_json(
     return json.dumps(out, sort_keys=True)
 
 
+def write_diversity(
+    tally: CoverageTally,
+    sample: list[tuple[int, str, str]],
+    cfg: DiversityConfig,
+    with_embeddings: bool,
+    domain_names: tuple[str, ...],
+    run_dir: str,
+) -> str:
+    """`diversity_json` written to the run's diversity.json; the path."""
+    text = diversity_json(tally, sample, cfg, with_embeddings, domain_names)
+    return write_line(text, io.DIVERSITY_FILE, run_dir)
+
+
 class Diversity(beam.PTransform):
     """Kept trajectories -> <run_dir>/diversity.json."""
 
@@ -124,7 +138,6 @@ class Diversity(beam.PTransform):
 
     def expand(self, kept):
         cfg = self.cfg
-        tally = kept | "Coverage" >> beam.CombineGlobally(CoverageCombineFn())
         sample = []  # the Vendi sample is embedded only with the embedder on (semantic dedup)
         if self.with_embeddings:
             sample = beam.pvalue.AsSingleton(
@@ -132,9 +145,12 @@ class Diversity(beam.PTransform):
                 | "SampleEntry" >> beam.Map(sample_entry, cfg.seed)
                 | "Sample" >> beam.combiners.Top.Smallest(cfg.sample_size)
             )
-        return (
-            tally
-            | "DiversityJson"
-            >> beam.Map(diversity_json, sample, cfg, self.with_embeddings, self.domain_names)
-            | "WriteDiversity" >> WriteTextFile(io.DIVERSITY_FILE, self.run_dir)
+        return kept | "Coverage" >> CombineAll(
+            CoverageCombineFn(),
+            write_diversity,
+            sample,
+            cfg,
+            self.with_embeddings,
+            self.domain_names,
+            self.run_dir,
         )

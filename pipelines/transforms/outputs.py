@@ -26,6 +26,7 @@ from trajforge.pipelines.config import BuildConfig, NearDupConfig
 from trajforge.pipelines.json_size import Seen, json_length
 from trajforge.pipelines.split_figures import FIGURES_KEY, row_figures, split_figures
 from trajforge.pipelines.transforms.dedup import NearDupPairs, dedup_item
+from trajforge.pipelines.transforms.global_combine import CombineAll
 from trajforge.pipelines.transforms.text_file import WriteTextFile
 from trajforge.schemas import DatasetRecord
 
@@ -150,7 +151,7 @@ class WriteOutputs(beam.PTransform):
         gathered = (
             inputs
             | "FlattenSplitInputs" >> beam.Flatten()
-            | "GatherSplitInputs" >> beam.CombineGlobally(GatherSplitInputs())
+            | "GatherSplitInputs" >> CombineAll(GatherSplitInputs())
         )
         plan = gathered | "PlanSplits" >> beam.Map(self._plan)
         (

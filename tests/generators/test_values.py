@@ -2,7 +2,7 @@
 
 import pytest
 
-from trajforge.generators.values import leaf_strings, mentions_value, states_value
+from trajforge.generators.values import extract_values, leaf_strings, mentions_value, states_value
 
 
 @pytest.mark.parametrize(
@@ -42,3 +42,10 @@ def test_leaf_strings_skip_bools_and_none():
 
 def test_mentions_value_by_substring_or_number():
     assert mentions_value("Refund: $54.20.", "54.2") and not mentions_value("54.21", "54.2")
+
+
+def test_a_value_said_twice_is_blanked_both_times():
+    """Every match is blanked before the id-like tokens are read, a repeated one too (the
+    blanking is skipped only where a pattern found nothing): no `ann99` or `2024-01-05t10`."""
+    text = "ann99@shop.com, again ann99@shop.com: 2024-01-05T10:30 and 2024-01-05T10:30."
+    assert extract_values(text) == {"ann99@shop.com", "2024-01-05t10:30"}

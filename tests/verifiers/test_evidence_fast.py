@@ -34,6 +34,25 @@ def test_amount_made_by_two_matches_the_pairwise_check():
     assert 300 < found < 2700  # both answers are exercised
 
 
+def test_amounts_among_long_ids_match_the_pairwise_check():
+    """Pairs with a number past 1e9 (an id read as a number) are checked plainly, the rest
+    by bisection: together the same answer as every pair checked plainly."""
+    rng = random.Random(11)
+    found = 0
+    for _ in range(2000):
+        seen = [round(rng.uniform(-300, 300), 2) for _ in range(rng.randint(0, 10))]
+        seen += [float(rng.choice((1, -1)) * rng.randint(10**9, 10**13)) for _ in range(3)]
+        seen += [float(10**9 - rng.randint(1, 700)), float(10**9 + rng.randint(0, 700))]
+        rng.shuffle(seen)
+        a, b = rng.choice(seen), rng.choice(seen)
+        target = rng.choice((round(a + b, 2), round(a - b, 2), round(rng.uniform(-600, 600), 2)))
+        target += rng.choice((0.0, 0.004, 0.0051, 0.3))
+        expected = pairwise(target, seen)
+        assert makes_by_two(target, seen) == expected, (target, seen)
+        found += expected
+    assert 200 < found < 1800
+
+
 def test_huge_numbers_take_the_plain_check():
     seen = [1234567890123.0, 7.0]
     assert makes_by_two(1234567890130.0, seen) == pairwise(1234567890130.0, seen) is True
