@@ -71,6 +71,24 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 
 _SPACE = re.compile(r"\s+")
 
+#: For each of PATTERNS, in order: words of which every match holds at least one (lowercase,
+#: single-spaced: `find_injection` matches whitespace-collapsed text). An ASCII text holding
+#: none of them cannot match that pattern, so its regex is not run: that keeps most of the ten
+#: case-insensitive scans off most messages. Only ASCII text is prefiltered: with IGNORECASE,
+#: "s" also matches "ſ" (long s) and "k" the Kelvin sign, which `str.lower` leaves alone.
+NEEDS: tuple[tuple[str, ...], ...] = (
+    ("ignore", "disregard", "forget", "override", "bypass", "skip", "drop", "abandon"),
+    ("ignore", "disregard", "forget"),
+    ("instruction",),
+    ("you are no",),
+    ("mode",),
+    ("do anything now",),
+    ("system", "instructions"),
+    ("important", "before you"),
+    ("important", "attention", "note", "instruction", "system"),
+    ("reading", "processing", "that reads"),
+)
+
 
 class InjectionHit(Record):
     """Where an injected instruction was found, and of which kind."""
@@ -83,7 +101,10 @@ class InjectionHit(Record):
 def find_injection(text: str) -> tuple[str, str] | None:
     """(kind, the matched phrase) of the first injected instruction in `text`, or None."""
     flat = _SPACE.sub(" ", text)
-    for kind, pattern in PATTERNS:
+    lower = flat.lower() if flat.isascii() else None
+    for (kind, pattern), needs in zip(PATTERNS, NEEDS, strict=True):
+        if lower is not None and not any(word in lower for word in needs):
+            continue  # this pattern cannot match (NEEDS)
         match = pattern.search(flat)
         if match:
             return kind, match.group(0).strip()
