@@ -35,6 +35,7 @@ CACHES: dict[str, tuple[str, ...]] = {
     "trajforge.generators.domains.search.data_model": ("world_for",),
     "trajforge.generators.domains.search.names": ("name_tokens", "full_names"),
     "trajforge.generators.domains.search.tasks": ("synthesized_for",),
+    "trajforge.pipelines.transforms.dedup": ("text_signature",),  # dedup's, for the split
 }
 
 

@@ -81,10 +81,21 @@ def pick_reason(flags: Iterable[tuple[str, str]]) -> tuple[str, str]:
     return min(flags, key=lambda f: (REASON_PRIORITY.index(f[0]), f[1]))
 
 
+@functools.lru_cache(maxsize=2048)
+def text_signature(text: str, num_perm: int) -> tuple[int, ...]:
+    """`minhash_signature(text, num_perm)`, kept for a second look: a build signs each kept
+    trajectory's text twice, in dedup and again for the split's near-duplicate edges (the same
+    text, the same parameters), ~2% of a blueprint build's CPU the second time (issue 30).
+    Bounded: ~7 KB an entry (text and tuple), released before the shards are written with the
+    generation caches (`generators/data_caches.py`); a build of more trajectories than it holds
+    only computes more of them again."""
+    return minhash_signature(text, num_perm=num_perm)
+
+
 def near_band_entries(item: DedupItem, cfg: NearDupConfig):
     """(band key, (refiner, (id, signature))) per band; the refiner is the band's slot of the
     content values' MinHash, so a template-sized bucket splits by what the tasks are about."""
-    sig = minhash_signature(item.text, num_perm=cfg.num_perm)
+    sig = text_signature(item.text, cfg.num_perm)
     refiners = content_refiners(item.values, cfg.bands)
     for band, key in enumerate(lsh_band_keys(sig, bands=cfg.bands, rows=cfg.rows)):
         yield key, (refiners[band], (item.id, sig))

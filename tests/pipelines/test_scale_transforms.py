@@ -78,6 +78,21 @@ def test_near_dup_pairs_on_templated_text_flag_only_the_copy():
         assert_that(flags | beam.Distinct(), equal_to([("r999", ("near_duplicate", "r007"))]))
 
 
+def test_the_splits_band_entries_reuse_dedups_signature():
+    from trajforge.pipelines.transforms.dedup import near_band_entries, text_signature
+    from trajforge.verifiers.dedup import minhash_signature
+
+    cfg = NearDupConfig()
+    text_signature.cache_clear()
+    dedup = list(near_band_entries(item("r001", 1), cfg))
+    split = list(near_band_entries(item("rec-1", 1), cfg))  # the record's id, the same text
+    assert text_signature.cache_info().hits == 1
+    sig = minhash_signature(item("r001", 1).text, num_perm=cfg.num_perm)
+    assert [e[1][1] for e in dedup] == [("r001", sig)] * cfg.bands
+    assert [e[1][1][0] for e in split] == ["rec-1"] * cfg.bands
+    assert [e[0] for e in dedup] == [e[0] for e in split]
+
+
 def test_semantic_pairs_need_close_vectors_and_the_same_content():
     rng = np.random.default_rng(0)
     base = rng.standard_normal((12, 32)).astype(np.float32)
