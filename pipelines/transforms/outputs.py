@@ -25,7 +25,7 @@ from trajforge.pipelines import heap, io, packed_rows, shards, spill, splits, vi
 from trajforge.pipelines.config import BuildConfig, NearDupConfig
 from trajforge.pipelines.json_size import Seen, json_length
 from trajforge.pipelines.split_figures import FIGURES_KEY, row_figures, split_figures
-from trajforge.pipelines.transforms.dedup import NearDupPairs, dedup_item
+from trajforge.pipelines.transforms.dedup import DedupItem, NearDupPairs, dedup_item
 from trajforge.pipelines.transforms.global_combine import CombineAll
 from trajforge.pipelines.transforms.text_file import write_line
 from trajforge.schemas import DatasetRecord
@@ -51,11 +51,14 @@ def split_keys(record: DatasetRecord, outputs: tuple[str, ...]) -> splits.SplitK
 def near_flags(records, near: NearDupConfig, threshold: float):
     """Near-duplicate flags for the split clusters: found by the same bounded-bucket MinHash
     transform as dedup, verified at `threshold`."""
-    return (
-        records
-        | "NearItems" >> beam.Map(lambda r: dedup_item(views.trajectory_of(r), r.id))
-        | "SplitNearPairs" >> NearDupPairs(near, verify_at=threshold, family="split_near")
+    return records | "SplitNearPairs" >> NearDupPairs(
+        near, verify_at=threshold, family="split_near", item_of=_near_item
     )
+
+
+def _near_item(record: DatasetRecord) -> DedupItem:
+    """The record's trajectory as dedup saw it, under the record's id."""
+    return dedup_item(views.trajectory_of(record), record.id)
 
 
 class GatherSplitInputs(beam.CombineFn):

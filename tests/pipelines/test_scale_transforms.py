@@ -78,6 +78,19 @@ def test_near_dup_pairs_on_templated_text_flag_only_the_copy():
         assert_that(flags | beam.Distinct(), equal_to([("r999", ("near_duplicate", "r007"))]))
 
 
+def _second(pair):
+    return pair[1]
+
+
+def test_near_dup_pairs_make_their_items_with_item_of():
+    items = [item(f"r{i:03d}", i) for i in range(40)]
+    copy = item("r999", 7, templated(7).replace("placed last week", "placed last week ok"))
+    with BeamTestPipeline(options=options()) as p:
+        wrapped = p | beam.Create([(it.id, it) for it in [*items, copy]])
+        flags = wrapped | NearDupPairs(NearDupConfig(max_bucket=4), item_of=_second)
+        assert_that(flags | beam.Distinct(), equal_to([("r999", ("near_duplicate", "r007"))]))
+
+
 def test_the_splits_band_entries_reuse_dedups_signature():
     from trajforge.pipelines.transforms.dedup import near_band_entries, text_signature
     from trajforge.verifiers.dedup import minhash_signature
