@@ -30,6 +30,7 @@ from trajforge.generators.llm.factory import model_name
 from trajforge.pipelines import attempts, io, ownership, shards, stages
 from trajforge.pipelines.config import BuildConfig, FailureConfig
 from trajforge.pipelines.construction import build_options, one_local_worker
+from trajforge.pipelines.dofn_specs import dofn_specs_once
 from trajforge.pipelines.finished.card import dataset_card
 from trajforge.pipelines.finished.report import write_report
 from trajforge.pipelines.gc_tuning import freeze_startup
@@ -476,14 +477,15 @@ def run_build(
     )
     rebalance = runner not in LOCAL_RUNNERS
     spread_seeds = not one_local_worker(options)
-    build_pipeline(p, config, run_dir, rebalance, plan.processes, spread_seeds)
-    if owns_process:  # modules and the graph live to the end: out of every full collection
-        freeze_startup()
-    result = p.run()
-    if runner in LOCAL_RUNNERS:
-        result.wait_until_finish()
-    else:
-        poll_remote(result)
+    with dofn_specs_once():  # Beam's per-ParDo inspection, once per DoFn (dofn_specs.py)
+        build_pipeline(p, config, run_dir, rebalance, plan.processes, spread_seeds)
+        if owns_process:  # modules and the graph live to the end: out of every full collection
+            freeze_startup()
+        result = p.run()
+        if runner in LOCAL_RUNNERS:
+            result.wait_until_finish()
+        else:
+            poll_remote(result)
     shards.ensure_loadable(run_dir, [shards.CANONICAL, *config.output.views], STAGING_DIR)
     publish_outputs(run_dir)
     finished = FinishedPipeline(
