@@ -30,8 +30,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class CopyCurriculum(BaseModel):
-    """How the base learns to copy; the defaults reach ~94% held-out copy accuracy for the
-    data-value benchmark's 2-layer, 128-wide base (2,500 steps, ~4 min on one CPU core)."""
+    """How the base learns to copy. With the defaults and 2,500 steps the data-value
+    benchmark's 2-layer, 128-wide base reaches 0.53 held-out next-token accuracy on the repeats
+    (~4-6 min on one CPU core); swapped tokens are a coin toss for it by design, and that base
+    then copies a golden email's first token 50 times in 60 after fine-tuning (2 untrained)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
