@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 class CopyCurriculum(BaseModel):
     """How the base learns to copy. With the defaults and 2,500 steps the data-value
     benchmark's 2-layer, 128-wide base reaches 0.53 held-out next-token accuracy on the repeats
-    (~4-6 min on one CPU core); swapped tokens are a coin toss for it by design, and that base
+    (~4-6 min on one CPU core; whether a token is swapped cannot be predicted, by design); that base
     then copies a golden email's first token 50 times in 60 after fine-tuning (2 untrained)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
