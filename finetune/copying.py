@@ -104,29 +104,27 @@ def copy_batch(
     def ids(n: int) -> Any:
         return torch.randint(first_id, vocab_size, (n,), generator=generator)
 
-    sequences, masks = [], []
+    swapped = variants or {}
+    sequences, heads = [], []  # a row's loss starts where its head (up to the second cue) ends
     for _ in range(rows):
         span, cue = ids(draw(curriculum.span)), ids(1)
         swap = torch.rand(len(span), generator=generator) < curriculum.variant_rate
         repeat = torch.tensor(
             [
-                (variants or {}).get(t, t) if s else t
+                swapped.get(t, t) if s else t
                 for t, s in zip(span.tolist(), swap.tolist(), strict=True)
             ]
         )
         head = torch.cat([ids(draw(curriculum.gap)), cue, span, ids(draw(curriculum.gap)), cue])
         sequences.append(torch.cat([head, repeat]))
-        masks.append(
-            torch.cat(
-                [torch.zeros(len(head), dtype=torch.bool), torch.ones(len(span), dtype=torch.bool)]
-            )
-        )
+        heads.append(len(head))
     length = max(len(s) for s in sequences)
     input_ids = torch.zeros(rows, length, dtype=torch.long)
     attention = torch.zeros(rows, length, dtype=torch.long)
     loss_mask = torch.zeros(rows, length, dtype=torch.bool)
-    for i, (seq, mask) in enumerate(zip(sequences, masks, strict=True)):
-        input_ids[i, : len(seq)], attention[i, : len(seq)], loss_mask[i, : len(seq)] = seq, 1, mask
+    for i, (seq, head) in enumerate(zip(sequences, heads, strict=True)):
+        input_ids[i, : len(seq)], attention[i, : len(seq)] = seq, 1
+        loss_mask[i, head : len(seq)] = True
     return CopyBatch(input_ids, attention, loss_mask)
 
 
