@@ -120,7 +120,11 @@ _TOY = dict(
     held_out=TOY_HELD_OUT,
     hidden=128,
     layers=2,
-    learning_rate=3e-3,
+    # 1e-3, chosen on validation conversations (the golden build's train split: training
+    # templates, unseen tasks), never on golden: 3e-3 erased the copy pre-training (synthetic
+    # copy accuracy 0.53 -> 0.002; a confirmation's amount, first token, 1 of 29 right),
+    # 1e-3 kept what the conversations need (24 of 29), 3e-4 underfit (0 of 29)
+    learning_rate=1e-3,
     k=3,
     temperature=0.7,
     max_tokens=64,
