@@ -5,7 +5,10 @@ were part of a build's peak)."""
 
 from __future__ import annotations
 
+import gc
+import json
 import random
+import weakref
 from pathlib import Path
 
 import pytest
@@ -17,15 +20,24 @@ from trajforge.schemas import DatasetRecord
 
 
 def records_rows(built_run: Path, output: str) -> list[tuple[str, list[dict]]]:
-    """(record id, that record's rows of `output`) for every record of the build."""
+    """(record id, that record's rows of `output`) for every record of the build, as if in
+    the train split (the canonical rows' split is the shard's)."""
     import pyarrow.parquet as pq
 
     out = []
     for path in sorted(built_run.glob(f"{shards.output_dir('data')}/*.parquet")):
         for row in pq.read_table(str(path)).to_pylist():
-            record = DatasetRecord.model_validate(row)
+            record = DatasetRecord.model_validate({**row, "split": "train"})
             out.append((record.id, shards.rows_of(output, record)))
     return out
+
+
+class _Plan:
+    """The clusters of the build's records (what the writer reads of the plan)."""
+
+    def __init__(self, built_run: Path):
+        rows = records_rows(built_run, "data")
+        self.cluster_of = {rid: rs[0]["cluster_id"] for rid, rs in rows}
 
 
 @pytest.mark.parametrize("group_bytes", [shards.ROW_GROUP_BYTES, 40_000])
@@ -48,7 +60,7 @@ def test_writer_streams_packed_records_to_the_same_bytes(
     random.Random(0).shuffle(values)  # the group's order is the runner's
     streamed_only = pytest.fail  # the rows come in id order: never gathered and sorted
     monkeypatch.setattr(shards, "write_shard", lambda *a, **k: streamed_only("gathered"))
-    written = _write(((output, "train", 0, 1), values), run, "")
+    written = _write(((output, "train", 0, 1), values), run, "", _Plan(built_run))
     assert Path(written).read_bytes() == (tmp_path / "whole.parquet").read_bytes()
 
 
@@ -91,3 +103,39 @@ def test_sorted_rows_are_read_a_chunk_at_a_time(tmp_path, monkeypatch):
     assert (tmp_path / "s.parquet").read_bytes() == (tmp_path / "w.parquet").read_bytes()
     group = shards.row_group_rows(len(rows), 8_000 * 10)  # rows per group is well under 300
     assert 0 < ahead[0] < len(rows) / 2, (ahead[0], group)
+
+
+class _Message(dict):
+    """A message whose life can be watched (a plain dict cannot be weakly referenced)."""
+
+
+def test_the_rows_messages_as_given_are_not_held_while_a_chunk_converts(monkeypatch):
+    """The identity memo (what a chunk's rows share, encoded once) is dropped before the chunk
+    converts: the messages as given are no longer held then (but by the source, the record it
+    is at), only their texts (a 4,528-row
+    `step_prefix` row group held every record's messages twice, issue 30)."""
+    features = shards.features_of("step_prefix")
+    watched: list[weakref.ref] = []
+
+    def rows():
+        for record in ("a", "b"):
+            shared = _Message(role="user", content=f"hello from {record}")
+            watched.append(weakref.ref(shared))
+            for i in range(3):
+                yield {**prefix_row(i), "id": f"{record}:{i}", "prompt": [shared] * (i + 1)}
+            del shared
+
+    alive_at_convert: list[bool] = []
+    convert = shards._convert
+
+    def converting(chunk, features):
+        gc.collect()
+        alive_at_convert.append(watched[0]() is not None)  # the last record's: the source's
+        return convert(chunk, features)
+
+    monkeypatch.setattr(shards, "_convert", converting)
+    (table,) = list(shards._parts(rows(), features, 6))
+    assert alive_at_convert == [False]
+    assert table.num_rows == 6
+    texts = table.column("prompt").to_pylist()
+    assert texts[5] == [json.dumps(dict(role="user", content="hello from b"))] * 3
