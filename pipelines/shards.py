@@ -181,19 +181,14 @@ def _parts(
     size = size or CONVERT_ROWS
     stream = iter(rows)
     while True:
-        encoded: Encoded = {}  # per chunk: what the chunk's rows share, encoded once
+        encoded: Encoded = {}  # per chunk: the texts live as long as the chunk's rows
         # encoded as taken: a row as given is dropped once encoded (what it shares with the
-        # chunk's other rows is kept by `encoded` until the chunk is encoded)
+        # chunk's other rows is kept by `encoded`)
         chunk = [encode(r, encoded) for r in itertools.islice(stream, size)]
-        # The memo holds the values as given next to their encodings; the rows hold only the
-        # encodings (shared as they were). Kept while the chunk converted, a 4,528-row
-        # `step_prefix` row group held every record's messages and tools twice (~20 MB at a
-        # 1,600-task build's peak, issue 30).
-        del encoded
         if not chunk:
             return
         yield _convert(chunk, features)
-        del chunk
+        del chunk, encoded
 
 
 def arrow_table(rows: list[dict[str, Any]], features: Features) -> pa.Table:
