@@ -16,11 +16,9 @@ freed tables cached, so a shard's 64 MB row group stayed resident after the shar
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import functools
 import sys
-from collections.abc import Iterator
 
 import pyarrow as pa
 
@@ -46,25 +44,3 @@ def _glibc() -> ctypes.CDLL | None:
     except OSError:
         return None
     return libc if hasattr(libc, "malloc_trim") else None
-
-
-@contextlib.contextmanager
-def large_table_pool() -> Iterator[None]:
-    """Arrow's default pool is jemalloc within the block, where the wheel has it (Linux), then
-    the one before again: converting a 4,528-row `step_prefix` row group to Arrow and writing
-    it raised RSS by ~150 MB with the default (mimalloc: the buffers a builder grows out of
-    stay resident after they are freed) and by ~110 MB with jemalloc, the Parquet bytes the
-    same (a 1,600-task build's peak is that row group, issue 30). Buffers remember their
-    pool, so what outlives the block is freed to the right one."""
-    try:
-        pool = pa.jemalloc_memory_pool()
-    except NotImplementedError:  # a pyarrow built without jemalloc: the default pool
-        yield
-        return
-    before = pa.default_memory_pool()
-    pa.set_memory_pool(pool)
-    try:
-        yield
-    finally:
-        pool.release_unused()
-        pa.set_memory_pool(before)

@@ -238,8 +238,7 @@ def _write(
     ordered = sorted(refs, key=lambda r: r.record_id)
     assign = _assigned(split, plan) if output == shards.CANONICAL else None
     source = functools.partial(_rows_in_order, ordered, run_dir, spill.folder_of(base), assign)
-    with heap.large_table_pool():  # a row group's conversion is the build's peak
-        shards.write_streamed(rel, source, shards.features_of(output), run_dir)
+    shards.write_streamed(rel, source, shards.features_of(output), run_dir)
     heap.release_free_heap()  # the next shard starts from what is live (heap.py says why)
     return io.join(run_dir, rel)
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
 from tests.pipelines.test_shard_writing import prefix_row
@@ -101,22 +100,3 @@ def test_sorted_rows_are_read_a_chunk_at_a_time(tmp_path, monkeypatch):
     assert (tmp_path / "s.parquet").read_bytes() == (tmp_path / "w.parquet").read_bytes()
     group = shards.row_group_rows(len(rows), 8_000 * 10)  # rows per group is well under 300
     assert 0 < ahead[0] < len(rows) / 2, (ahead[0], group)
-
-
-def test_the_writer_converts_and_writes_with_jemalloc(tmp_path, monkeypatch):
-    """Where pyarrow has jemalloc, a shard's tables are built in it (~40 MB less RSS than
-    mimalloc at a 1,600-task build's peak, issue 30; the bytes are the same, as the test
-    above shows), and the default pool is the one before again afterwards."""
-    pools, convert = [], shards._convert
-
-    def converting(chunk, features):
-        pools.append(pa.default_memory_pool().backend_name)
-        return convert(chunk, features)
-
-    monkeypatch.setattr(shards, "_convert", converting)
-    run, folder, before = str(tmp_path), spill.folder_of(""), pa.default_memory_pool()
-    rows = [{**prefix_row(i), "id": f"r{i}"} for i in range(3)]
-    refs = [spill.write(run, folder, r["id"], [packed_rows.pack([r])])[0] for r in rows]
-    _write((("step_prefix", "train", 0, 1), refs), run, "")
-    assert pools and set(pools) == {"jemalloc"}
-    assert pa.default_memory_pool().backend_name == before.backend_name
