@@ -60,6 +60,7 @@ def spill_rows(
 
 
 def _split_keys(record: DatasetRecord, rows: dict[str, list[dict[str, Any]]]) -> splits.SplitKeys:
+    """`split_keys` from the record's rows already built (`spill_rows` packs the same rows)."""
     seen: Seen = {}  # shared prefix messages measured once (json_size.py)
     sizes = {o: sum(json_length(r, seen) for r in rs) for o, rs in rows.items()}
     tokens = [r["num_tokens"] for r in rows.get(MESSAGES_VIEW, ())]
