@@ -20,8 +20,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from trajforge.schemas import DatasetRecord
-
 #: zstd level 1 frames (pyarrow's bundled codec: no extra dependency). LZ4 was first: ~2.5x
 #: faster, but the shard GroupByKey's input is held whole (and more than once) by the local
 #: runner at the build's peak, and zstd packs a retail record's five outputs in 26 KB instead
@@ -32,30 +30,11 @@ LEVEL = 1
 
 def pack(rows: list[dict[str, Any]]) -> tuple[int, bytes]:
     """(the pickle's size, its zstd frame): the size is what decompression needs up front."""
-    return _pack(rows)
+    raw = pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL)
+    return len(raw), pa.Codec(CODEC, compression_level=LEVEL).compress(raw, asbytes=True)
 
 
 def unpack(packed: tuple[int, bytes]) -> list[dict[str, Any]]:
     """The rows `pack` was given (equal values, shared objects shared again)."""
-    return _unpack(packed)
-
-
-def pack_record(record: DatasetRecord) -> tuple[int, bytes]:
-    """One record for the stage that keys its rows: the records wait in the local runner's
-    memory from the stage that makes them until the split plan is known, and coded by Beam
-    (a pickle) a retail record is ~45 KB, packed ~9 KB (~0.1 ms to pack, issue 30)."""
-    return _pack(record)
-
-
-def unpack_record(packed: tuple[int, bytes]) -> DatasetRecord:
-    return _unpack(packed)
-
-
-def _pack(value: Any) -> tuple[int, bytes]:
-    raw = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    return len(raw), pa.Codec(CODEC, compression_level=LEVEL).compress(raw, asbytes=True)
-
-
-def _unpack(packed: tuple[int, bytes]) -> Any:
     size, blob = packed
     return pickle.loads(pa.Codec(CODEC).decompress(blob, decompressed_size=size, asbytes=True))

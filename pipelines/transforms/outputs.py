@@ -1,10 +1,10 @@
 r"""Assign splits by leakage cluster, then write every output's shards (Beam composite).
 
-    records -> SplitKeys                                          \ one combine: (keys,
+    records -> rows spilled -> SplitKeys                          \ one combine: (keys,
     records -> near-duplicate flags in bounded MinHash buckets    / pairs) -> SplitPlan
             -> SplitPlan (side input) + splits.json
-    records + plan -> record with split -> rows spilled -> (output, split, shard) -> GroupByKey
-            of references -> Parquet -> spill cleared
+    spilled rows' references + plan -> (output, split, shard) -> GroupByKey of references
+            -> Parquet (canonical rows given their split and cluster) -> spill cleared
 
 Only the small per-record keys meet on one worker; each shard's rows meet on the worker that
 writes the shard, read back from the run directory (`spill.py`). Shards of a split are filled
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import apache_beam as beam
@@ -33,10 +33,34 @@ from trajforge.schemas import DatasetRecord
 MESSAGES_VIEW = "messages"  # the view whose token counts the card reports
 
 
+#: The tagged output of `SpillRows`: per record, where its rows of each output were spilled.
+SPILLED = "spilled"
+
+
 def split_keys(record: DatasetRecord, outputs: tuple[str, ...]) -> splits.SplitKeys:
     """The record's cluster keys and bytes per output: all the plan gathers of a record (its
     near-duplicate edges are found in bounded buckets, `near_flags`)."""
-    rows = {o: list(shards.rows_of(o, record)) for o in outputs}
+    return _split_keys(record, {o: shards.rows_of(o, record) for o in outputs})
+
+
+def spill_rows(
+    record: DatasetRecord, outputs: tuple[str, ...], run_dir: str, folder: str
+) -> Iterator[Any]:
+    """The record's `split_keys` and, tagged `SPILLED`, its rows of every output packed (one
+    blob per output, `packed_rows` says why) and spilled to its file under `folder` (`spill`
+    says why): one reference per output, in order. The rows are built once for both: they
+    were built again for the spill once the plan was known (~1.8 ms of a retail record's
+    CPU, and the record itself waited for the plan, packed, ~9 KB each; issue 30). Views do
+    not depend on the split; the canonical row, spilled with the record's placeholder split
+    and cluster, is given the plan's when the shard is written (`_assigned`)."""
+    rows = {o: shards.rows_of(o, record) for o in outputs}
+    yield _split_keys(record, rows)
+    blobs = [packed_rows.pack(rows[o]) for o in outputs]
+    yield beam.pvalue.TaggedOutput(SPILLED, spill.write(run_dir, folder, record.id, blobs))
+
+
+def _split_keys(record: DatasetRecord, rows: dict[str, list[dict[str, Any]]]) -> splits.SplitKeys:
+    """`split_keys` from the record's rows already built (`spill_rows` packs the same rows)."""
     seen: Seen = {}  # shared prefix messages measured once (json_size.py)
     sizes = {o: sum(json_length(r, seen) for r in rs) for o, rs in rows.items()}
     tokens = [r["num_tokens"] for r in rows.get(MESSAGES_VIEW, ())]
@@ -156,7 +180,11 @@ class WriteOutputs(beam.PTransform):
         return plan
 
     def expand(self, records):
-        inputs = [records | "SplitKeys" >> beam.Map(split_keys, self.outputs)]
+        folder = spill.folder_of(self.staging)
+        spilled = records | "SpillRows" >> beam.FlatMap(
+            spill_rows, self.outputs, self.run_dir, folder
+        ).with_outputs(SPILLED, main="keys")
+        inputs = [spilled.keys]
         if self.near is not None:
             inputs.append(near_flags(records, self.near, self.near_threshold))
         plan = (
@@ -164,17 +192,13 @@ class WriteOutputs(beam.PTransform):
             | "FlattenSplitInputs" >> beam.Flatten()
             | "GatherSplitInputs" >> CombineAll(GatherSplitInputs(), self._plan_and_report)
         )
-        folder = spill.folder_of(self.staging)
         (  # one keying, one GroupByKey and one writer for every output: the local runner pays
             # set-up per transform and per fused stage, and five outputs had five of each
-            records
-            | "PackRecords" >> beam.Map(packed_rows.pack_record)  # they wait for the plan
-            | "KeyRows"
-            >> beam.FlatMap(
-                _keyed_rows, self.outputs, beam.pvalue.AsSingleton(plan), self.run_dir, folder
-            )
+            spilled[SPILLED]  # references wait for the plan, not the records (`spill_rows`)
+            | "KeyRows" >> beam.FlatMap(_keyed_refs, self.outputs, beam.pvalue.AsSingleton(plan))
             | "GroupShards" >> beam.GroupByKey()
-            | "WriteShards" >> beam.Map(_write, self.run_dir, self.staging)
+            | "WriteShards"
+            >> beam.Map(_write, self.run_dir, self.staging, beam.pvalue.AsSingleton(plan))
             | "ShardsWritten"  # every shard counted, then the spill cleared
             >> CombineAll(beam.combiners.CountCombineFn(), _clear_spill, self.run_dir, folder)
         )
@@ -184,43 +208,37 @@ class WriteOutputs(beam.PTransform):
 ShardKey = tuple[str, str, int, int]  # (output, split, shard, number of shards)
 
 
-def _keyed_rows(
-    packed: tuple[int, bytes],
-    outputs: tuple[str, ...],
-    plan: splits.SplitPlan,
-    run_dir: str,
-    folder: str,
+def _keyed_refs(
+    refs: list[spill.SpillRef], outputs: tuple[str, ...], plan: splits.SplitPlan
 ) -> list[tuple[ShardKey, spill.SpillRef]]:
-    """Every output's rows of one (packed) record, packed per output (`packed_rows` says why)
-    and spilled to the record's file under `folder` (`spill` says why); a reference to each,
-    with the record's id (the writer's order), keyed by the shard that holds them."""
-    record = packed_rows.unpack_record(packed)
-    assigned = {}  # split -> the record with its split and cluster (one copy per record)
-    keys, blobs = [], []
-    for output in outputs:
-        split, shard, n = plan.shard_of(output, record.id)
-        if split not in assigned:
-            update = {"split": split, "cluster_id": plan.cluster_of[record.id]}
-            assigned[split] = record.model_copy(update=update)
-        keys.append((output, split, shard, n))
-        blobs.append(packed_rows.pack(shards.rows_of(output, assigned[split])))
-    return list(zip(keys, spill.write(run_dir, folder, record.id, blobs), strict=True))
+    """A record's spilled rows of every output (`spill_rows`, in `outputs`' order), each
+    reference keyed by the shard that holds them."""
+    return [
+        ((o, *plan.shard_of(o, ref.record_id)), ref) for o, ref in zip(outputs, refs, strict=True)
+    ]
 
 
-def _write(group: tuple[ShardKey, list[spill.SpillRef]], run_dir: str, base: str) -> str:
+def _write(
+    group: tuple[ShardKey, list[spill.SpillRef]],
+    run_dir: str,
+    base: str,
+    plan: splits.SplitPlan | None = None,
+) -> str:
     """One shard, into the run's staging folder `base` (renamed to `data/`, `views/` when the
     build ends, so no reader sees a split still being written); `base` "": straight into
     `data/` and `views/` (the transform used on its own, in tests). The rows stay spilled, one
     record's at a time read and unpacked while the shard is measured and again while it is
     written: unpacked all at once, the largest `step_prefix` shard of a 1,600-task build held its
-    10,275 rows next to a 64 MB row group at the build's peak (issue 30)."""
+    10,275 rows next to a 64 MB row group at the build's peak (issue 30). `plan`: the split
+    plan, which gives canonical rows their split and cluster (`_assigned`; needed for them)."""
     (output, split, shard, n), refs = group
     data_caches.release_generation_caches()  # generating is over (data_caches.py says why)
     heap.release_free_heap()
     rel = shards.shard_rel(output, split, shard, n)
     rel = f"{base}/{rel}" if base else rel
     ordered = sorted(refs, key=lambda r: r.record_id)
-    source = functools.partial(_rows_in_order, ordered, run_dir, spill.folder_of(base))
+    assign = _assigned(split, plan) if output == shards.CANONICAL else None
+    source = functools.partial(_rows_in_order, ordered, run_dir, spill.folder_of(base), assign)
     shards.write_streamed(rel, source, shards.features_of(output), run_dir)
     heap.release_free_heap()  # the next shard starts from what is live (heap.py says why)
     return io.join(run_dir, rel)
@@ -232,10 +250,31 @@ def _clear_spill(_shards: int, run_dir: str, folder: str) -> int:
 
 
 def _rows_in_order(
-    refs: list[spill.SpillRef], run_dir: str, folder: str
+    refs: list[spill.SpillRef],
+    run_dir: str,
+    folder: str,
+    assign: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """The rows of records in id order, each record's sorted by id: ids are `<record id>` or
     `<record id>:<n>` and record ids have one length, so this is the shard's id order
-    (`shards.write_streamed` checks it and sorts the whole shard if not)."""
+    (`shards.write_streamed` checks it and sorts the whole shard if not). `assign`: applied
+    to each row (the canonical rows' split and cluster)."""
     for ref in refs:
-        yield from sorted(spill.read_rows(run_dir, folder, ref), key=lambda r: r["id"])
+        rows = sorted(spill.read_rows(run_dir, folder, ref), key=lambda r: r["id"])
+        yield from rows if assign is None else map(assign, rows)
+
+
+def _assigned(
+    split: str, plan: splits.SplitPlan | None
+) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A canonical row (spilled before the plan, `spill_rows`) with the split and cluster
+    the plan gave its record: the row of the record with them set, as `io.dataset_row`
+    dumps it (the fields keep their places)."""
+    if plan is None:
+        raise ValueError("canonical rows need the split plan (`_write(..., plan=)`)")
+
+    def assign(row: dict[str, Any]) -> dict[str, Any]:
+        row["split"], row["cluster_id"] = split, plan.cluster_of[row["id"]]
+        return row
+
+    return assign

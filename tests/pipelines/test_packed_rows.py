@@ -6,10 +6,17 @@ from __future__ import annotations
 import glob
 
 import pyarrow.parquet as pq
+import pytest
 from apache_beam.coders.typecoders import registry
 
 from trajforge.pipelines import packed_rows, shards, spill
-from trajforge.pipelines.transforms.outputs import _keyed_rows
+from trajforge.pipelines.transforms.outputs import (
+    SPILLED,
+    _keyed_refs,
+    _write,
+    spill_rows,
+    split_keys,
+)
 from trajforge.schemas import DatasetRecord
 
 
@@ -28,40 +35,55 @@ def test_unpack_gives_the_rows_back_with_prefixes_shared(built_run):
 
 
 class _Plan:
-    """Every output of every record in shard 0 of 1 of `train`."""
+    """Every output of every record in shard 0 of 1 of `split`, in cluster `c`."""
 
-    cluster_of = {}
+    def __init__(self, ids, split="train"):
+        self.split = split
+        self.cluster_of = {i: "c" for i in ids}
 
     def shard_of(self, output, record_id):
-        return "train", 0, 1
+        return self.split, 0, 1
 
-    def __getattr__(self, name):
-        raise AttributeError(name)
+
+def _spilled(record, outputs, run, folder):
+    """`spill_rows`' two outputs for one record: its SplitKeys and its spilled references."""
+    keys, tagged = list(spill_rows(record, outputs, run, folder))
+    assert tagged.tag == SPILLED
+    return keys, tagged.value
 
 
 def test_keyed_values_are_far_smaller_than_the_rows_coded_one_by_one(built_run, tmp_path):
     """The spilled blobs are a third of the rows coded one by one; the GroupByKey's values
-    (references to them) are ~100 bytes each."""
+    (references to them) are ~100 bytes each, and so is what waits for the plan."""
     coder = registry.get_coder(object)
     outputs = (shards.CANONICAL, "messages", "step_prefix", "steps", "sharegpt")
     packed = coded = 0
     run, folder = str(tmp_path), spill.folder_of("")
     for record in records(built_run):
-        plan = _Plan()
-        plan.cluster_of = {record.id: "c"}
-        keyed = _keyed_rows(packed_rows.pack_record(record), outputs, plan, run, folder)
+        keys, refs = _spilled(record, outputs, run, folder)
+        assert keys == split_keys(record, outputs)
+        assert len(coder.encode(refs)) < 120 * len(outputs)
+        keyed = _keyed_refs(refs, outputs, _Plan([record.id]))
         assert [key[0] for key, _ in keyed] == list(outputs)  # one value per output
         assert all(len(coder.encode(ref)) < 120 for _, ref in keyed)
         packed += sum(len(spill.read(run, folder, ref)[1]) for _, ref in keyed)
-        assigned = record.model_copy(update={"split": "train", "cluster_id": "c"})
-        coded += sum(len(coder.encode(r)) for o in outputs for r in shards.rows_of(o, assigned))
+        coded += sum(len(coder.encode(r)) for o in outputs for r in shards.rows_of(o, record))
     assert packed < coded / 3, (packed, coded)
 
 
-def test_records_wait_for_the_plan_packed(built_run):
-    """The records the keying stage reads come back equal, at under a third of Beam's coding."""
-    coder = registry.get_coder(object)
-    for record in records(built_run):
-        packed = packed_rows.pack_record(record)
-        assert packed_rows.unpack_record(packed) == record
-        assert len(packed[1]) < len(coder.encode(record)) / 3
+def test_canonical_rows_written_with_the_split_and_cluster_of_the_plan(built_run, tmp_path):
+    """Rows are spilled before the plan (with the record's placeholder split): the writer gives
+    the canonical rows the plan's split and cluster, equal to the rows of the record with both
+    set (what the keying stage wrote when it built the rows after the plan)."""
+    run, folder = str(tmp_path), spill.folder_of("")
+    placeholder = {"split": "train", "cluster_id": ""}  # as the records reach the writer's input
+    chosen = [r.model_copy(update=placeholder) for r in records(built_run)[:3]]
+    refs = [_spilled(r, (shards.CANONICAL,), run, folder)[1][0] for r in chosen]
+    key = (shards.CANONICAL, "golden", 0, 1)
+    written = _write((key, refs), run, "", _Plan([r.id for r in chosen], split="golden"))
+    got = {r["id"]: r for r in pq.read_table(written).to_pylist()}
+    for record in chosen:
+        assigned = record.model_copy(update={"split": "golden", "cluster_id": "c"})
+        assert got[record.id] == shards.rows_of(shards.CANONICAL, assigned)[0]
+    with pytest.raises(ValueError, match="split plan"):
+        _write((key, refs), run, "")

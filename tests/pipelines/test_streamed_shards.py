@@ -17,15 +17,24 @@ from trajforge.schemas import DatasetRecord
 
 
 def records_rows(built_run: Path, output: str) -> list[tuple[str, list[dict]]]:
-    """(record id, that record's rows of `output`) for every record of the build."""
+    """(record id, that record's rows of `output`) for every record of the build, as if in
+    the train split (the canonical rows' split is the shard's)."""
     import pyarrow.parquet as pq
 
     out = []
     for path in sorted(built_run.glob(f"{shards.output_dir('data')}/*.parquet")):
         for row in pq.read_table(str(path)).to_pylist():
-            record = DatasetRecord.model_validate(row)
+            record = DatasetRecord.model_validate({**row, "split": "train"})
             out.append((record.id, shards.rows_of(output, record)))
     return out
+
+
+class _Plan:
+    """The clusters of the build's records (what the writer reads of the plan)."""
+
+    def __init__(self, built_run: Path):
+        rows = records_rows(built_run, "data")
+        self.cluster_of = {rid: rs[0]["cluster_id"] for rid, rs in rows}
 
 
 @pytest.mark.parametrize("group_bytes", [shards.ROW_GROUP_BYTES, 40_000])
@@ -48,7 +57,7 @@ def test_writer_streams_packed_records_to_the_same_bytes(
     random.Random(0).shuffle(values)  # the group's order is the runner's
     streamed_only = pytest.fail  # the rows come in id order: never gathered and sorted
     monkeypatch.setattr(shards, "write_shard", lambda *a, **k: streamed_only("gathered"))
-    written = _write(((output, "train", 0, 1), values), run, "")
+    written = _write(((output, "train", 0, 1), values), run, "", _Plan(built_run))
     assert Path(written).read_bytes() == (tmp_path / "whole.parquet").read_bytes()
 
 
