@@ -15,8 +15,9 @@ import argparse
 import json
 from collections.abc import Iterable
 from pathlib import Path
+from types import MappingProxyType
 
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from trajforge.finetune.copying import CopyCurriculum, pretrain_copying, space_variants
 from trajforge.finetune.families import FAMILY_FILE, TemplateFamily, get_family, saved_family
@@ -25,14 +26,45 @@ PAD_TOKEN = "<|pad|>"
 __all__ = ["FAMILY_FILE", "save_tiny", "saved_family", "tiny_model", "train_tokenizer"]
 
 
+#: The pre-tokenizer split of the real models of a family (their tokenizer.json), so a tiny
+#: model's tokens cut text where the real model's do. Why it matters: GPT-2's split (the
+#: byte-level default) glues a space to the digits after it, so ` 553.31` and the `553.31` of
+#: `"balance": "553.31"` become different tokens (`Ġ5 53` vs `5 53`, ` 117` one token vs
+#: `11 7`), and copying a number from a tool result into a reply is a mapping to learn; the
+#: Qwen2 tokenizers cut digits one by one (Llama 3: runs of up to three), with the space apart.
+_QWEN2_SPLIT = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+_LLAMA3_SPLIT = _QWEN2_SPLIT.replace(r"|\p{N}|", r"|\p{N}{1,3}|")
+PRE_TOKENIZER_SPLITS = MappingProxyType(
+    {"qwen2.5": _QWEN2_SPLIT, "qwen3": _QWEN2_SPLIT, "llama3.1": _LLAMA3_SPLIT}
+)
+
+
+def _pre_tokenizer(family: TemplateFamily):
+    """The family's split (`PRE_TOKENIZER_SPLITS`) then bytes, as its real tokenizer.json
+    does; GPT-2's byte-level split for a family without one."""
+    pattern = PRE_TOKENIZER_SPLITS.get(family.name)
+    if pattern is None:
+        return pre_tokenizers.ByteLevel(add_prefix_space=False)
+    return pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+
+
 def train_tokenizer(texts: Iterable[str], family: TemplateFamily, vocab_size: int = 2000):
-    """A byte-level BPE over `texts`, the family's control tokens kept whole."""
+    """A byte-level BPE over `texts`, the family's control tokens kept whole, pre-tokenized
+    as the family's real models are (`_pre_tokenizer`)."""
     # lazy, measured start-up cost: transformers ~560 ms
     from transformers import PreTrainedTokenizerFast
 
     specials = [PAD_TOKEN, *dict.fromkeys((*family.control_tokens, family.end_of_turn))]
     core = Tokenizer(models.BPE())
-    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    core.pre_tokenizer = _pre_tokenizer(family)
     core.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,

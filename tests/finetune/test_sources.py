@@ -246,6 +246,7 @@ def test_sft_trains_a_few_steps_from_a_save_to_disk_folder(tmp_path, tiny_model)
         model=str(tiny_model),
         output=str(tmp_path / "out"),
         max_steps=2,
+        epochs=2,  # three short rows may pack into one 1,024-token row
         row_tokens=1024,
         max_seq_len=1024,
         progress=False,
