@@ -79,7 +79,7 @@ data-value-gpu: install bytecode
 	$(PY) benchmarks/data_value.py --scale gpu --out runs/data-value-gpu
 
 # Train-then-eval on CPU with a tiny model, reduced: the data-value benchmark's main part at
-# its reduced scale (the slow tier's regression guard runs the same).
+# its reduced scale (quick; it does not lift: the slow tier's lift guard runs `--scale guard`).
 train-eval-tiny: install bytecode
 	$(PY) benchmarks/data_value.py --scale reduced --parts main --out runs/train-eval-tiny
 

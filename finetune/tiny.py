@@ -167,12 +167,25 @@ def main(argv: list[str] | None = None) -> int:
         help="pre-train the base this many steps to copy from its context, as a pretrained base "
         "can (finetune/copying.py; random token ids, no text); 0: untrained (default)",
     )
+    parser.add_argument(
+        "--copy-learning-rate",
+        type=float,
+        default=CopyCurriculum.model_fields["learning_rate"].default,
+        help="the copy pre-training's peak learning rate (default 1e-3; wider models may need "
+        "less: a 256-wide base did not learn to copy at 1e-3)",
+    )
     args = parser.parse_args(argv)
     if args.copy_steps < 0:
         parser.error(f"--copy-steps: {args.copy_steps} is negative; give 0 (none) or more steps")
+    if args.copy_learning_rate <= 0:
+        parser.error(f"--copy-learning-rate: {args.copy_learning_rate} must be > 0 (e.g. 1e-3)")
     family = get_family(args.family)
     texts = _corpus(args.data, family)
-    copying = CopyCurriculum(steps=args.copy_steps, seed=args.seed) if args.copy_steps else None
+    copying = (
+        CopyCurriculum(steps=args.copy_steps, learning_rate=args.copy_learning_rate, seed=args.seed)
+        if args.copy_steps
+        else None
+    )
     path = save_tiny(
         Path(args.output),
         texts,

@@ -85,6 +85,12 @@ def test_tiny_refuses_negative_copy_steps(tmp_path, capsys):
     with pytest.raises(SystemExit):
         tiny_main(["--output", str(tmp_path / "m"), "--copy-steps", "-3"])
     assert "--copy-steps: -3 is negative" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        tiny_main(
+            ["--output", str(tmp_path / "m"), "--copy-steps", "5", "--copy-learning-rate", "0"]
+        )
+    assert "--copy-learning-rate: 0.0 must be > 0" in capsys.readouterr().err
+    assert not (tmp_path / "m").exists()
 
 
 def test_tiny_copy_steps_train_the_saved_base_and_leave_the_tokenizer(tmp_path, capsys):
