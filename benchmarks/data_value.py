@@ -21,8 +21,8 @@ trajforge.finetune.tiny`, `trajforge finetune sft|opd`, `trajforge eval`), offli
    (rollout mode), built once with the default gate and once with the shortcut filters and
    policy rules off; the same model trained the same steps on each; held-out pass^1 and each
    policy rule's failure rate side by side;
-6. **OPD against SFT at equal student tokens** (`--parts opd`): a larger SFT teacher and a
-   smaller, briefly SFT-trained student on the same training build; the student continued with
+6. **OPD against SFT at equal student tokens** (`--parts opd`): the tuned model as the teacher
+   and a half-width, briefly SFT-trained student on the same training build; the student continued with
    `trajforge finetune opd` and, separately, with more SFT for the same number of student
    tokens; held-out pass^1 and held-out reverse KL to the teacher for both (`--kl-only`).
 
@@ -669,6 +669,7 @@ class Runs(NamedTuple):
     train: Path  # the training build: its train split trains every model
     golden: Path  # the golden build: its golden split evaluates every model
     base: Path  # the base: copy pre-trained, no conversation (tokenizer: train split only)
+    tuned: Path  # the tuned model (the OPD part's teacher)
 
 
 def run_main(rec: Recorder, out: Path, scale: Scale) -> tuple[MainResult, Runs]:
@@ -724,7 +725,7 @@ def run_main(rec: Recorder, out: Path, scale: Scale) -> tuple[MainResult, Runs]:
         size_curve=size,
         base_copy_accuracy=made.copy_accuracy,
     )
-    return result, Runs(train=run, golden=golden, base=base)
+    return result, Runs(train=run, golden=golden, base=base, tuned=tuned / "model")
 
 
 class AblationResult(_Frozen):
@@ -781,7 +782,7 @@ def run_ablation(
 
 
 class OPDResult(_Frozen):
-    teacher: Score
+    teacher: Score  # the main part's tuned model
     student: Score
     opd: Score
     more_sft: Score
@@ -789,25 +790,24 @@ class OPDResult(_Frozen):
     more_sft_kl: float  # the same held-out reverse KL of the student after more SFT
     more_sft_tokens: int
     opd_student_tokens: int
-    # held-out copy accuracy of the teacher's and the student's bases after copy pre-training
-    bases_copy_accuracy: tuple[float | None, float | None] = (None, None)
+    student_copy_accuracy: float | None = None  # its base's, after copy pre-training
 
 
-def run_opd(rec: Recorder, out: Path, scale: Scale, runs: Runs) -> OPDResult:
-    """A larger SFT teacher; a smaller, briefly trained student; OPD vs more SFT. All of them
-    train on the main part's training build (OPD plays its train tasks) and are evaluated on
-    the golden build's golden split."""
+def run_opd(rec: Recorder, out: Path, scale: Scale, runs: Runs, main: MainResult) -> OPDResult:
+    """The teacher is the main part's tuned model (SFT-trained, 1,400 steps, the best agent the
+    benchmark has); the student a half-width model briefly SFT-trained (a quarter of the
+    steps); the student continued with OPD, and separately with more SFT for as many student
+    tokens. All train on the main part's training build (OPD plays its train tasks) and are
+    evaluated on the golden build's golden split. (A first design trained a double-width
+    teacher of its own: its copy pre-training never took at lr 1e-3, and it passed nothing.)"""
     run = runs.train
-    big = scale.model_copy(update={"hidden": scale.hidden * 2})
     small = scale.model_copy(update={"hidden": max(16, scale.hidden // 2)})
-    teacher_base = base_model(rec, out, run, big, "teacher-base")
     student_base = base_model(rec, out, run, small, "student-base")
-    (teacher_job, teacher_dir), (student_job, student_dir) = (
-        sft_job(out, "teacher", run, teacher_base.path, big, scale.steps),
-        sft_job(out, "student", run, student_base.path, small, max(1, scale.steps // 4)),
+    student_job, student_dir = sft_job(
+        out, "student", run, student_base.path, small, max(1, scale.steps // 4)
     )
-    rec.run_all([teacher_job, student_job])
-    teacher, student = teacher_dir / "model", student_dir / "model"
+    rec.run_all([student_job])
+    teacher, student = runs.tuned, student_dir / "model"
     opd_dir = out / "opd" / "student"
     opd_argv = (*cli(), "finetune", "opd", "--student", str(student), "--teacher", str(teacher),
          "--output", str(opd_dir), "--tasks", str(run), "--split", "train", "--steps",
@@ -825,8 +825,7 @@ def run_opd(rec: Recorder, out: Path, scale: Scale, runs: Runs) -> OPDResult:
     more = more_dir / "model"
     scores = evaluate(
         rec, out, "opd",
-        {"teacher": teacher, "student": student, "student + OPD": opd_dir / "model",
-         "student + SFT": more},
+        {"student": student, "student + OPD": opd_dir / "model", "student + SFT": more},
         runs.golden, scale,
     )  # fmt: skip
     kl_argv = (*opd_argv, "--kl-only")
@@ -834,7 +833,7 @@ def run_opd(rec: Recorder, out: Path, scale: Scale, runs: Runs) -> OPDResult:
     (kl_stdout,) = rec.run_all([Job(name="kl student-more", argv=tuple(map(str, kl_argv)))])
     more_tokens = trained_tokens(more_dir)
     return OPDResult(
-        teacher=scores["teacher"],
+        teacher=main.tuned.model_copy(update={"label": "teacher (tuned)"}),
         student=scores["student"],
         opd=scores["student + OPD"],
         more_sft=scores["student + SFT"].model_copy(update={"tokens": more_tokens}),
@@ -842,7 +841,7 @@ def run_opd(rec: Recorder, out: Path, scale: Scale, runs: Runs) -> OPDResult:
         more_sft_kl=(reported_kl(kl_stdout) or (float("nan"),))[0],
         more_sft_tokens=more_tokens,
         opd_student_tokens=opd_tokens,
-        bases_copy_accuracy=(teacher_base.copy_accuracy, student_base.copy_accuracy),
+        student_copy_accuracy=student_base.copy_accuracy,
     )
 
 
@@ -974,9 +973,9 @@ def markdown(report: DataValueReport, command: str) -> str:
             f"Held-out reverse KL to the teacher (the same held-out rollouts): student "
             f"{o.opd_kl[0]:.4f}, after OPD {o.opd_kl[1]:.4f}, after more SFT "
             f"{o.more_sft_kl:.4f}; student tokens: OPD {o.opd_student_tokens}, more SFT "
-            f"{o.more_sft_tokens}. Held-out copy accuracy of the bases after copy pre-training: "
-            f"teacher {_accuracy(o.bases_copy_accuracy[0])}, student "
-            f"{_accuracy(o.bases_copy_accuracy[1])}.",
+            f"{o.more_sft_tokens}. The teacher is the main part's tuned model; the student's "
+            f"base ({report.scale.hidden // 2} wide) held-out copy accuracy after copy "
+            f"pre-training: {_accuracy(o.student_copy_accuracy)}.",
             "",
             *score_rows([o.teacher, o.student, o.opd, o.more_sft], k),
             "",
@@ -1092,7 +1091,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ablation = (
         run_ablation(rec, out, scale, runs.golden, runs.base) if "ablation" in parts else None
     )
-    opd = run_opd(rec, out, scale, runs) if "opd" in parts else None
+    opd = run_opd(rec, out, scale, runs, main_result) if "opd" in parts else None
     report = DataValueReport(
         scale=scale,
         held_out_template=", ".join(scale.held_out),
