@@ -142,7 +142,7 @@ SCALES: dict[str, Scale] = {
     ),
     # the slow tier's lift guard: the full scale's training (same builds, base, SFT and seeds:
     # the reduced one's 305 rows do not lift, at 300 steps or 1,400), evaluated on the first 40
-    # golden tasks and without the step checkpoint: ~12-18 min on two cores
+    # golden tasks and without the step checkpoint (36 min at load 6 on two cores)
     "guard": Scale(
         **_TOY,
         num_tasks=2400,
