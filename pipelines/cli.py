@@ -273,6 +273,11 @@ def _unknown_flags_message(command: str, extra: list[str]) -> str:
 
 
 def cmd_build(args: argparse.Namespace, beam_args: list[str]) -> int:
+    # first, before pyarrow loads here or in a worker process (allocators.py says why)
+    from trajforge.pipelines import allocators
+
+    allocators.arrow_pool_env()
+    allocators.limit_arenas()
     # per command, not at the top: `--help` stays fast, no Beam (module docstring)
     from trajforge.pipelines import io
     from trajforge.pipelines.build import BuildFailed, run_build
