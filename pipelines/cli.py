@@ -35,6 +35,8 @@ from importlib.metadata import version as dist_version
 from typing import get_args
 
 from trajforge.finetune import cli as finetune_cli
+from trajforge.pipelines import allocators
+from trajforge.pipelines.gc_tuning import tune_gc
 from trajforge.pipelines.manifest import MANIFEST_FILE, Accounting, Manifest, read_status
 from trajforge.schemas.dataset import Split
 
@@ -275,9 +277,6 @@ def _unknown_flags_message(command: str, extra: list[str]) -> str:
 def _tune_build_process() -> None:
     """The collector's thresholds (gc_tuning.py) and the allocators' settings, which must come
     before pyarrow loads here or in a worker process (allocators.py says why)."""
-    from trajforge.pipelines import allocators
-    from trajforge.pipelines.gc_tuning import tune_gc
-
     tune_gc()
     allocators.arrow_pool_env()
     allocators.limit_arenas()

@@ -129,6 +129,8 @@ def main() -> None:
     # harness (Beam's worker modules, ~1 s)
     from apache_beam.runners.worker import sdk_worker, sdk_worker_main
 
+    # lazy, as the harness: `heap` loads pyarrow, which the launcher (it imports this module)
+    # must load only after `allocators.arrow_pool_env`
     from trajforge.pipelines import allocators, heap
 
     allocators.limit_arenas()  # before the harness starts its threads (allocators.py says why)
