@@ -35,6 +35,8 @@ from importlib.metadata import version as dist_version
 from typing import get_args
 
 from trajforge.finetune import cli as finetune_cli
+from trajforge.pipelines import allocators
+from trajforge.pipelines.gc_tuning import tune_gc
 from trajforge.pipelines.manifest import MANIFEST_FILE, Accounting, Manifest, read_status
 from trajforge.schemas.dataset import Split
 
@@ -272,19 +274,26 @@ def _unknown_flags_message(command: str, extra: list[str]) -> str:
     return f"trajforge {command}: unrecognized arguments: {' '.join(extra)}; {hint}"
 
 
+def _tune_build_process() -> None:
+    """The collector's thresholds (gc_tuning.py) and the allocators' settings, which must come
+    before pyarrow loads here or in a worker process (allocators.py says why)."""
+    tune_gc()
+    allocators.arrow_pool_env()
+    allocators.limit_arenas()
+
+
 def cmd_build(args: argparse.Namespace, beam_args: list[str]) -> int:
+    _tune_build_process()  # first: before anything imports pyarrow
     # per command, not at the top: `--help` stays fast, no Beam (module docstring)
     from trajforge.pipelines import io
     from trajforge.pipelines.build import BuildFailed, run_build
     from trajforge.pipelines.config import load_config
-    from trajforge.pipelines.gc_tuning import tune_gc
     from trajforge.pipelines.preflight import preflight
     from trajforge.pipelines.processes import plan_processes
     from trajforge.pipelines.progress import ProgressReporter
     from trajforge.pipelines.requirements import missing_requirements
     from trajforge.pipelines.run_dir import finish_run, prepare_run_dir
 
-    tune_gc()
     config = load_config(args.config)
     missing = missing_requirements(config)
     if missing:  # before anything is written or paid for

@@ -16,11 +16,12 @@ freed tables cached, so a shard's 64 MB row group stayed resident after the shar
 
 from __future__ import annotations
 
-import ctypes
-import functools
-import sys
-
 import pyarrow as pa
+
+from trajforge.pipelines import allocators
+
+#: the C library when it is glibc (`allocators.glibc`; here for the tests' cache resets)
+_glibc = allocators.glibc
 
 
 def release_free_heap() -> bool:
@@ -32,15 +33,3 @@ def release_free_heap() -> bool:
         return False
     libc.malloc_trim(0)
     return True
-
-
-@functools.lru_cache(maxsize=1)
-def _glibc() -> ctypes.CDLL | None:
-    """The C library when it is glibc (loaded once: a handle, not state)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
-        return None
-    return libc if hasattr(libc, "malloc_trim") else None

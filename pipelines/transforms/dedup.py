@@ -111,6 +111,8 @@ class BucketPairs(beam.PTransform):
         super().__init__()
         self.family, self.reason = family, reason
         self.band_entries, self.check, self.cap = band_entries, check, cap
+        # None: the members are band entries already (made where the members were, see
+        # `NearDupPairs(banded=True)`)
 
     def expand(self, members):
         check, reason = self.check, self.reason
@@ -126,11 +128,9 @@ class BucketPairs(beam.PTransform):
             verified.inc(len(pairs))
             return [pair_flag(p, reason) for p in pairs]
 
-        return (
-            members
-            | "Bands" >> beam.FlatMap(self.band_entries)
-            | "Buckets" >> BoundedBuckets(self.cap, self.family, then=pairs_in)
-        )
+        if self.band_entries is not None:
+            members = members | "Bands" >> beam.FlatMap(self.band_entries)
+        return members | "Buckets" >> BoundedBuckets(self.cap, self.family, then=pairs_in)
 
 
 def _item_band_entries(element: Any, item_of: Callable[[Any], DedupItem], cfg: NearDupConfig):
@@ -142,16 +142,21 @@ def NearDupPairs(  # noqa: N802 - reads as a transform
     verify_at: float | None = None,
     family: str = "near",
     item_of: Callable[[Any], DedupItem] | None = None,
+    banded: bool = False,
 ) -> BucketPairs:
     """DedupItems -> near_duplicate flags: MinHash bands, candidates verified by estimated
     Jaccard (at `verify_at`, by default with the margin LSHParams explains). `family` names
     its scale counters (the split's near-duplicate edges count apart from dedup's). With
     `item_of`, other elements, each made a DedupItem by it where its bands are made (no Map
-    of its own: ~8 ms of a build's CPU per ParDo in the local runner, `global_combine`)."""
+    of its own: ~8 ms of a build's CPU per ParDo in the local runner, `global_combine`).
+    `banded`: the elements are `near_band_entries` already, made by the stage that had the
+    items (the split's, `outputs.spill_rows`)."""
     threshold = LSHParams(threshold=cfg.threshold).verify_threshold
     threshold = threshold if verify_at is None else verify_at
     entries = (
-        functools.partial(near_band_entries, cfg=cfg)
+        None
+        if banded
+        else functools.partial(near_band_entries, cfg=cfg)
         if item_of is None
         else functools.partial(_item_band_entries, item_of=item_of, cfg=cfg)
     )

@@ -1,7 +1,8 @@
 r"""Assign splits by leakage cluster, then write every output's shards (Beam composite).
 
     records -> rows spilled -> SplitKeys                          \ one combine: (keys,
-    records -> near-duplicate flags in bounded MinHash buckets    / pairs) -> SplitPlan
+            -> near-duplicate band entries -> flags in bounded    / pairs) -> SplitPlan
+               MinHash buckets
             -> SplitPlan (side input) + splits.json
     spilled rows' references + plan -> (output, split, shard) -> GroupByKey of references
             -> Parquet (canonical rows given their split and cluster) -> spill cleared
@@ -25,7 +26,12 @@ from trajforge.pipelines import heap, io, packed_rows, shards, spill, splits, vi
 from trajforge.pipelines.config import BuildConfig, NearDupConfig
 from trajforge.pipelines.json_size import Seen, json_length
 from trajforge.pipelines.split_figures import FIGURES_KEY, row_figures, split_figures
-from trajforge.pipelines.transforms.dedup import DedupItem, NearDupPairs, dedup_item
+from trajforge.pipelines.transforms.dedup import (
+    DedupItem,
+    NearDupPairs,
+    dedup_item,
+    near_band_entries,
+)
 from trajforge.pipelines.transforms.global_combine import CombineAll
 from trajforge.pipelines.transforms.text_file import write_line
 from trajforge.schemas import DatasetRecord
@@ -33,8 +39,10 @@ from trajforge.schemas import DatasetRecord
 MESSAGES_VIEW = "messages"  # the view whose token counts the card reports
 
 
-#: The tagged output of `SpillRows`: per record, where its rows of each output were spilled.
+#: The tagged outputs of `SpillRows`: per record, where its rows of each output were
+#: spilled, and its near-duplicate band entries (when the split looks for near duplicates).
 SPILLED = "spilled"
+NEAR_BANDS = "near_bands"
 
 
 def split_keys(record: DatasetRecord, outputs: tuple[str, ...]) -> splits.SplitKeys:
@@ -44,7 +52,11 @@ def split_keys(record: DatasetRecord, outputs: tuple[str, ...]) -> splits.SplitK
 
 
 def spill_rows(
-    record: DatasetRecord, outputs: tuple[str, ...], run_dir: str, folder: str
+    record: DatasetRecord,
+    outputs: tuple[str, ...],
+    run_dir: str,
+    folder: str,
+    near: NearDupConfig | None = None,
 ) -> Iterator[Any]:
     """The record's `split_keys` and, tagged `SPILLED`, its rows of every output packed (one
     blob per output, `packed_rows` says why) and spilled to its file under `folder` (`spill`
@@ -52,11 +64,16 @@ def spill_rows(
     were built again for the spill once the plan was known (~1.8 ms of a retail record's
     CPU, and the record itself waited for the plan, packed, ~9 KB each; issue 30). Views do
     not depend on the split; the canonical row, spilled with the record's placeholder split
-    and cluster, is given the plan's when the shard is written (`_assigned`)."""
+    and cluster, is given the plan's when the shard is written (`_assigned`). With `near`, the
+    record's near-duplicate band entries too, tagged `NEAR_BANDS` (`near_flags` says why)."""
     rows = {o: shards.rows_of(o, record) for o in outputs}
     yield _split_keys(record, rows)
     blobs = [packed_rows.pack(rows[o]) for o in outputs]
     yield beam.pvalue.TaggedOutput(SPILLED, spill.write(run_dir, folder, record.id, blobs))
+    del rows, blobs
+    if near is not None:
+        for entry in near_band_entries(_near_item(record), near):
+            yield beam.pvalue.TaggedOutput(NEAR_BANDS, entry)
 
 
 def _split_keys(record: DatasetRecord, rows: dict[str, list[dict[str, Any]]]) -> splits.SplitKeys:
@@ -72,11 +89,16 @@ def _split_keys(record: DatasetRecord, rows: dict[str, list[dict[str, Any]]]) ->
     )
 
 
-def near_flags(records, near: NearDupConfig, threshold: float):
-    """Near-duplicate flags for the split clusters: found by the same bounded-bucket MinHash
-    transform as dedup, verified at `threshold`."""
-    return records | "SplitNearPairs" >> NearDupPairs(
-        near, verify_at=threshold, family="split_near", item_of=_near_item
+def near_flags(band_entries, near: NearDupConfig, threshold: float):
+    """Near-duplicate flags for the split clusters from the records' band entries (`spill_rows`
+    makes them): found by the same bounded-bucket MinHash transform as dedup, verified at
+    `threshold`. The entries were made from the records in a stage of their own, which read
+    every record again (the local runner kept the records for it, and sent them to a worker
+    process at once) and parsed each trajectory again (the views had just parsed it, one
+    record at a time): at 1,600 blueprint tasks the largest worker's peak, 534 MB, was that
+    stage's (issue 30)."""
+    return band_entries | "SplitNearPairs" >> NearDupPairs(
+        near, verify_at=threshold, family="split_near", banded=True
     )
 
 
@@ -182,11 +204,11 @@ class WriteOutputs(beam.PTransform):
     def expand(self, records):
         folder = spill.folder_of(self.staging)
         spilled = records | "SpillRows" >> beam.FlatMap(
-            spill_rows, self.outputs, self.run_dir, folder
-        ).with_outputs(SPILLED, main="keys")
+            spill_rows, self.outputs, self.run_dir, folder, self.near
+        ).with_outputs(SPILLED, NEAR_BANDS, main="keys")
         inputs = [spilled.keys]
         if self.near is not None:
-            inputs.append(near_flags(records, self.near, self.near_threshold))
+            inputs.append(near_flags(spilled[NEAR_BANDS], self.near, self.near_threshold))
         plan = (
             inputs
             | "FlattenSplitInputs" >> beam.Flatten()

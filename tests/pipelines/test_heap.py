@@ -60,3 +60,19 @@ def test_arrows_pool_is_released_too(monkeypatch):
     monkeypatch.setattr(heap.pa, "default_memory_pool", Pool)
     heap.release_free_heap()
     assert released == [1]
+
+
+def test_a_shard_kept_whole_is_written_after_a_release(tmp_path, monkeypatch):
+    """What converting a shard freed (Arrow's builders, kept by mimalloc) goes back before the
+    Parquet writer allocates its own buffers (issue 30: 166 -> 127 MB for a 742-row shard)."""
+    from trajforge.pipelines import shards
+
+    events = []
+    monkeypatch.setattr(heap, "release_free_heap", lambda: events.append("release") or True)
+    write_table = shards.pq.write_table
+    monkeypatch.setattr(
+        shards.pq, "write_table", lambda *a, **k: events.append("write") or write_table(*a, **k)
+    )
+    rows = [sharegpt_row(i) for i in range(3)]
+    shards.write_shard(str(tmp_path / "s.parquet"), rows, shards.features_of("sharegpt"))
+    assert events[-2:] == ["release", "write"]

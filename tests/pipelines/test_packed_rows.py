@@ -87,3 +87,22 @@ def test_canonical_rows_written_with_the_split_and_cluster_of_the_plan(built_run
         assert got[record.id] == shards.rows_of(shards.CANONICAL, assigned)[0]
     with pytest.raises(ValueError, match="split plan"):
         _write((key, refs), run, "")
+
+
+def test_spill_rows_gives_the_near_duplicate_bands_of_the_record(built_run, tmp_path):
+    """With the split's near-duplicate config, `spill_rows` also yields the record's band
+    entries (tagged `NEAR_BANDS`), the ones the split's bucket transform made from the record
+    in a stage of its own before (issue 30); without it, none."""
+    from trajforge.pipelines.config import NearDupConfig
+    from trajforge.pipelines.transforms.dedup import near_band_entries
+    from trajforge.pipelines.transforms.outputs import NEAR_BANDS, _near_item
+
+    near, outputs = NearDupConfig(), (shards.CANONICAL, "messages")
+    run, folder = str(tmp_path), spill.folder_of("")
+    for record in records(built_run)[:3]:
+        out = list(spill_rows(record, outputs, run, folder, near))
+        assert [getattr(o, "tag", None) for o in out[:2]] == [None, SPILLED]
+        bands = [o.value for o in out[2:] if o.tag == NEAR_BANDS]
+        assert len(bands) == len(out) - 2 > 0
+        assert bands == list(near_band_entries(_near_item(record), near))
+        assert len(list(spill_rows(record, outputs, run, folder))) == 2

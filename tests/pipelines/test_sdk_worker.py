@@ -118,3 +118,28 @@ def test_a_harness_that_fails_to_start_exits_non_zero():
     )
     assert done.returncode == 1
     assert "Traceback" in done.stderr
+
+
+def test_each_bundle_releases_the_heap_when_it_ends():
+    """The worker's `SdkWorker.process_bundle`, wrapped by `trimming`: the heap is released
+    after each bundle, a failed one too, and the bundle's response is returned (issue 30)."""
+    import inspect
+
+    from apache_beam.runners.worker import sdk_worker
+
+    from trajforge.pipelines.sdk_worker import trimming
+
+    params = list(inspect.signature(sdk_worker.SdkWorker.process_bundle).parameters)
+    assert params == ["self", "request", "instruction_id"]  # what `trimming` passes on
+    released = []
+
+    def process(self, request, instruction_id):
+        if request == "bad":
+            raise RuntimeError(instruction_id)
+        return f"done {instruction_id}"
+
+    wrapped = trimming(process, lambda: released.append(1))
+    assert wrapped(None, "ok", "b1") == "done b1" and released == [1]
+    with pytest.raises(RuntimeError):
+        wrapped(None, "bad", "b2")
+    assert released == [1, 1]
