@@ -20,15 +20,12 @@ import pyarrow as pa
 
 from trajforge.pipelines import allocators
 
-#: the C library when it is glibc (`allocators.glibc`; here for the tests' cache resets)
-_glibc = allocators.glibc
-
 
 def release_free_heap() -> bool:
     """Return Arrow's cached and the C heap's free pages to the system; False where there is
     no `malloc_trim` (Arrow's pool is released everywhere)."""
     pa.default_memory_pool().release_unused()
-    libc = _glibc()
+    libc = allocators.glibc()
     if libc is None:
         return False
     libc.malloc_trim(0)

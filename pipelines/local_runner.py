@@ -11,8 +11,8 @@ one bundle per fused stage.
 
 What it relies on in Beam: `FnApiRunner._execute_bundle` runs one bundle in the runner's
 process (`tests/pipelines/test_local_runner.py` pins it, as `sdk_worker` pins what it uses).
-With `--direct_running_mode=multi_processing` the bundles run in the worker processes and the
-trim only reaches the launcher.
+With `--direct_running_mode=multi_processing` the bundles run in the worker processes, which
+trim after each bundle themselves (`sdk_worker.trimming`).
 """
 
 from __future__ import annotations

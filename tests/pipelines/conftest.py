@@ -4,8 +4,11 @@ Built once per session on the scripted backend: `built_run` keeps rows in train 
 and has judge scores; `empty_run` keeps nothing (a rollout whose agent solves no task).
 """
 
+import sys
+
 import pytest
 
+from trajforge.pipelines import allocators
 from trajforge.pipelines.cli import main
 
 BUILT = """
@@ -69,3 +72,13 @@ def empty_run(tmp_path_factory):
     out = _build(tmp_path_factory, "empty", EMPTY, expected_exit=1)
     assert not (out / "_SUCCESS").exists()
     return out
+
+
+@pytest.fixture
+def off_linux(monkeypatch):
+    """This process seen as macOS: no glibc (`allocators.glibc`, whose cached handle is
+    cleared before and after)."""
+    allocators.glibc.cache_clear()
+    monkeypatch.setattr(sys, "platform", "darwin")
+    yield
+    allocators.glibc.cache_clear()

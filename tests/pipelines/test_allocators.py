@@ -27,13 +27,8 @@ def test_arenas_are_capped_on_glibc():
     assert allocators.limit_arenas() is True
 
 
-def test_no_arena_cap_off_linux(monkeypatch):
-    allocators.glibc.cache_clear()
-    monkeypatch.setattr(sys, "platform", "darwin")
-    try:
-        assert allocators.limit_arenas() is False
-    finally:
-        allocators.glibc.cache_clear()
+def test_no_arena_cap_off_linux(off_linux):
+    assert allocators.limit_arenas() is False
 
 
 #: RSS growth (MB) of converting a 24 MB string column to Arrow, in a fresh process

@@ -3,11 +3,9 @@ off glibc the call is a no-op."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
-from trajforge.pipelines import heap, packed_rows, spill
+from trajforge.pipelines import allocators, heap, packed_rows, spill
 from trajforge.pipelines.transforms import outputs
 
 
@@ -17,18 +15,13 @@ def sharegpt_row(i: int) -> dict:
             "conversations": turns}  # fmt: skip
 
 
-@pytest.mark.skipif(heap._glibc() is None, reason="glibc only")
+@pytest.mark.skipif(allocators.glibc() is None, reason="glibc only")
 def test_trims_on_glibc():
     assert heap.release_free_heap() is True
 
 
-def test_no_op_off_linux(monkeypatch):
-    heap._glibc.cache_clear()
-    monkeypatch.setattr(sys, "platform", "darwin")
-    try:
-        assert heap.release_free_heap() is False
-    finally:
-        heap._glibc.cache_clear()
+def test_no_op_off_linux(off_linux):
+    assert heap.release_free_heap() is False
 
 
 def test_the_writer_releases_after_each_shard(tmp_path, monkeypatch):
