@@ -54,8 +54,10 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal, NamedTuple
 
@@ -222,7 +224,9 @@ def fingerprint(job: Job) -> dict:
 
 class Recorder:
     """Runs the CLI steps, up to `parallel` at a time, each with `threads` torch threads, and
-    times them (wall), echoing each command before it runs.
+    times them (wall), echoing each command before it runs. Several threads may call
+    `run_all` at once (`run_parts` runs each chain of jobs in its own): they share the
+    `parallel` slots, and once a job failed no thread starts another.
 
     One thread per process and two processes on two cores: on a shared machine a two-thread
     torch process waits on its descheduled second thread (measured here under load: 0.17 s
@@ -235,9 +239,14 @@ class Recorder:
         self.env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
         self.phases: list[Phase] = []
         # `--resume`: jobs are reused in order while each finished before with the same command;
-        # the first job that runs turns reuse off for every later one (it may feed them).
+        # the first job that runs turns reuse off for every later one (it may feed them). With
+        # threads "later" is later in time: a job is asked after the jobs it needs have ended,
+        # so one that ran has turned reuse off by then (others may run again needlessly).
         self.reusing = resume
         self.resume = resume
+        self.failed: list[str] = []
+        self._slots = threading.Semaphore(parallel)
+        self._lock = threading.Lock()
 
     def run(self, name: str, argv: Sequence[str]) -> str:
         return self.run_all([Job(name=name, argv=tuple(argv))])[0]
@@ -247,38 +256,42 @@ class Recorder:
         log) once the jobs already started have ended."""
         outputs: dict[int, str] = {}
         pending: list[tuple[int, Job]] = []
-        for i, job in enumerate(jobs):
-            if self._reusable(job):
-                print(f"[data-value] {job.name}: reused (--resume)", flush=True)
-                outputs[i] = self._read(job, "out")
-                self.phases.append(Phase(name=job.name, wall_s=0.0, reused=True))
-            else:
-                self.reusing = False
-                pending.append((i, job))
+        with self._lock:
+            for i, job in enumerate(jobs):
+                if self._reusable(job):
+                    print(f"[data-value] {job.name}: reused (--resume)", flush=True)
+                    outputs[i] = self._read(job, "out")
+                    self.phases.append(Phase(name=job.name, wall_s=0.0, reused=True))
+                else:
+                    self.reusing = False
+                    pending.append((i, job))
         outputs.update(self._run_pool(pending))
         return [outputs[i] for i in range(len(jobs))]
 
     def _run_pool(self, jobs: Sequence[tuple[int, Job]]) -> dict[int, str]:
         """Up to `parallel` jobs at a time, the next started as soon as one ends (not in waves:
         an evaluation that ends early, e.g. the untrained base's, frees its core at once).
-        Each job's wall time is its own, start to end."""
-        queue, running, outputs, failed = list(jobs), [], {}, []
+        Each job's wall time is its own, start to end. A slot is taken without waiting (the
+        loop polls), so a thread whose jobs all wait on slots still sees a failure elsewhere."""
+        queue, running, outputs = list(jobs), [], {}
         while queue or running:
-            while queue and len(running) < self.parallel and not failed:
+            while queue and not self.failed and self._slots.acquire(blocking=False):
                 i, job = queue.pop(0)
                 running.append((i, job, self._launch(job), time.perf_counter()))
-            if not running:
+            if not running and self.failed:
                 break
             time.sleep(0.2)
             for entry in [e for e in running if e[2].poll() is not None]:
                 running.remove(entry)
+                self._slots.release()
                 i, job, proc, started = entry
-                outputs[i] = self._finish(job, proc, failed)
-                self.phases.append(
-                    Phase(name=job.name, wall_s=round(time.perf_counter() - started, 2))
-                )
-        if failed:
-            raise SystemExit(f"data-value: {'; '.join(failed)}\nsee {self.log}")
+                outputs[i] = self._finish(job, proc)
+                with self._lock:
+                    self.phases.append(
+                        Phase(name=job.name, wall_s=round(time.perf_counter() - started, 2))
+                    )
+        if self.failed:
+            raise SystemExit(f"data-value: {'; '.join(self.failed)}\nsee {self.log}")
         return outputs
 
     def _launch(self, job: Job) -> subprocess.Popen:
@@ -288,14 +301,14 @@ class Recorder:
         self._stamp(job).unlink(missing_ok=True)
         return self._start(job)
 
-    def _finish(self, job: Job, proc: subprocess.Popen, failed: list[str]) -> str:
+    def _finish(self, job: Job, proc: subprocess.Popen) -> str:
         """The ended job's stdout; its command and streams logged, its stamp written if it
         succeeded, its failure (with the end of its stderr) added to `failed` if not."""
         stdout, stderr = (self._read(job, stream) for stream in ("out", "err"))
-        with self.log.open("a") as f:
+        with self._lock, self.log.open("a") as f:
             f.write(f"$ {' '.join(job.argv)}\n{stdout}\n{stderr}\n")
         if proc.returncode != 0:
-            failed.append(f"{job.name} (exit {proc.returncode}): {stderr[-1500:]}")
+            self.failed.append(f"{job.name} (exit {proc.returncode}): {stderr[-1500:]}")
         else:
             self._stamp(job).write_text(json.dumps(fingerprint(job)))
         return stdout
@@ -403,19 +416,34 @@ def ablation_builds(out: Path, scale: Scale) -> list[tuple[Job, Path]]:
     ]
 
 
+class Built(NamedTuple):
+    """The builds every part trains on or is evaluated on (`run_parts` makes them first)."""
+
+    train: Path  # the main training build
+    golden: Path  # the golden build: its golden split is the held-out set
+    noisy: tuple[Path, ...]  # the noisy teacher's builds, gate on and off (the ablation's)
+
+
+def make_builds(rec: Recorder, out: Path, scale: Scale, parts: set[str]) -> Built:
+    """Every build the parts need, each training split checked disjoint from golden (the
+    golden build's own train split is the size curve's small set)."""
+    builds = main_builds(out, scale) + (ablation_builds(out, scale) if "ablation" in parts else [])
+    rec.run_all([job for job, _ in builds])
+    built = Built(builds[0][1], builds[1][1], tuple(run for _, run in builds[2:]))
+    for run in (built.train, built.golden, *built.noisy):
+        require_disjoint(held_out_overlap(run, built.golden), f"{run.name}'s training split")
+    return built
+
+
 #: What a GPU machine without network can be sent (the issue's bound; the carry limit is 64 MB).
 BUNDLE_LIMIT_MB = 50
 
 
 def prepare_only(rec: Recorder, out: Path, scale: Scale, parts: set[str]) -> int:
-    """Every build the parts need, checked disjoint from golden, and nothing else: the data a
-    GPU machine gets as OUT (its models are made there: a tokenizer takes seconds, the GPU
-    scale's base model would be ~100 MB to send). 1 when OUT is over `BUNDLE_LIMIT_MB`."""
-    builds = main_builds(out, scale) + (ablation_builds(out, scale) if "ablation" in parts else [])
-    rec.run_all([job for job, _ in builds])
-    golden = builds[1][1]
-    for _, run in builds:  # the golden build's own train split is the size curve's small set
-        require_disjoint(held_out_overlap(run, golden), f"{run.name}'s training split")
+    """Every build the parts need (`make_builds`) and nothing else: the data a GPU machine
+    gets as OUT (its models are made there: a tokenizer takes seconds, the GPU scale's base
+    model would be ~100 MB to send). 1 when OUT is over `BUNDLE_LIMIT_MB`."""
+    make_builds(rec, out, scale, parts)
     size_mb = sum(p.stat().st_size for p in out.rglob("*") if p.is_file()) / 2**20
     print(f"data-value --prepare-only: {out} holds {size_mb:.1f} MB (limit {BUNDLE_LIMIT_MB} MB); "
           f"on the GPU machine: python benchmarks/data_value.py --scale <the same> --out {out} "
@@ -663,42 +691,44 @@ class MainResult(_Frozen):
     base_copy_accuracy: float | None = None  # the base's held-out copy accuracy (pre-training)
 
 
-class Runs(NamedTuple):
-    """What the main part built, for the other parts."""
+class Trained(NamedTuple):
+    """The main part's two fine-tunes (the larger one is the OPD part's teacher)."""
 
-    train: Path  # the training build: its train split trains every model
-    golden: Path  # the golden build: its golden split evaluates every model
-    base: Path  # the base: copy pre-trained, no conversation (tokenizer: train split only)
-    tuned: Path  # the tuned model (the OPD part's teacher)
+    tuned: Path  # OUT/sft/main
+    small: Path  # OUT/sft/small
 
 
-def run_main(rec: Recorder, out: Path, scale: Scale) -> tuple[MainResult, Runs]:
-    """Two builds of the same config and seed: the golden build (its golden split is what
-    every model is evaluated on, all of it; its train split is the size curve's small set) and
-    the training build, `num_tasks` long (its train split trains; tasks derive from (seed,
-    index), so its golden holds the golden build's and is never used). Both held-out checks,
-    then the two trainings side by side, then every model evaluated."""
-    (train_job, run), (golden_job, golden) = main_builds(out, scale)
-    rec.run_all([train_job, golden_job])
-    overlap, small_overlap = held_out_overlap(run, golden), held_out_overlap(golden, golden)
-    require_disjoint(overlap, "the training split")
-    require_disjoint(small_overlap, "the smaller training split")
-    made = base_model(rec, out, run, scale)
-    base = made.path
-    (tuned_job, tuned), (small_tuned_job, small_tuned) = (
-        sft_job(out, "main", run, base, scale, scale.steps, scale.save_every),
-        sft_job(out, "small", golden, base, scale, scale.steps),
+def train_main(rec: Recorder, out: Path, scale: Scale, built: Built, base: Path) -> Trained:
+    """The base fine-tuned on the training build (a checkpoint every `save_every` steps) and,
+    for the size curve, on the golden build's smaller train split, side by side."""
+    (tuned_job, tuned), (small_job, small) = (
+        sft_job(out, "main", built.train, base, scale, scale.steps, scale.save_every),
+        sft_job(out, "small", built.golden, base, scale, scale.steps),
     )
-    rec.run_all([tuned_job, small_tuned_job])
+    rec.run_all([tuned_job, small_job])
+    return Trained(tuned, small)
+
+
+def score_main(
+    rec: Recorder, out: Path, scale: Scale, built: Built, made: Base, trained: Trained
+) -> MainResult:
+    """Every model of the main part evaluated on all golden tasks: the base, each checkpoint,
+    the tuned model and the one tuned on the smaller set; the curves and both held-out checks
+    (the golden build's train split is the size curve's small set)."""
+    run, golden, base = built.train, built.golden, made.path
     steps = [s for s in range(scale.save_every, scale.steps, scale.save_every)]
-    models = {"base": base, **{f"step {n}": checkpoint_model(tuned, base, n) for n in steps}}
-    models |= {"tuned": tuned / "model", "tuned (small set)": small_tuned / "model"}
+    models = {
+        "base": base,
+        **{f"step {n}": checkpoint_model(trained.tuned, base, n) for n in steps},
+    }
+    models |= {"tuned": trained.tuned / "model", "tuned (small set)": trained.small / "model"}
     scores = evaluate(rec, out, "main", models, golden, scale)
     rows = {"main": len(split_rows(run, "train")), "small": len(split_rows(golden, "train"))}
     step_of = {"base": 0, **{f"step {n}": n for n in steps}}
     tuned_score = scores["tuned"].model_copy(
-        update={"steps": scale.steps, "train_rows": rows["main"], "tokens": trained_tokens(tuned)}
-    )
+        update={"steps": scale.steps, "train_rows": rows["main"],
+                "tokens": trained_tokens(trained.tuned)}
+    )  # fmt: skip
     curve = (
         *(
             scores[label].model_copy(update={"steps": step, "train_rows": rows["main"]})
@@ -709,23 +739,22 @@ def run_main(rec: Recorder, out: Path, scale: Scale) -> tuple[MainResult, Runs]:
     size = (
         scores["tuned (small set)"].model_copy(
             update={"steps": scale.steps, "train_rows": rows["small"],
-                    "tokens": trained_tokens(small_tuned)}
+                    "tokens": trained_tokens(trained.small)}
         ),
         tuned_score,
     )  # fmt: skip
-    result = MainResult(
+    return MainResult(
         train_rows=rows["main"],
         golden_tasks=scores["base"].tasks,
         small_train_rows=rows["small"],
-        overlap=overlap,
-        small_overlap=small_overlap,
+        overlap=held_out_overlap(run, golden),
+        small_overlap=held_out_overlap(golden, golden),
         base=scores["base"],
         tuned=size[1],
         steps_curve=curve,
         size_curve=size,
         base_copy_accuracy=made.copy_accuracy,
     )
-    return result, Runs(train=run, golden=golden, base=base, tuned=tuned / "model")
 
 
 class AblationResult(_Frozen):
@@ -749,21 +778,18 @@ def rejection_counts(run_dir: Path) -> dict[str, int]:
 
 
 def run_ablation(
-    rec: Recorder, out: Path, scale: Scale, golden_run: Path, base: Path
+    rec: Recorder, out: Path, scale: Scale, built: Built, base: Path
 ) -> AblationResult:
     """The noisy teacher's rollouts of the main build's tasks, gate on and off; the same base
     trained the same steps (packed rows of equal length: equal tokens) on each."""
-    (gated_job, gated), (open_job, open_) = ablation_builds(out, scale)
-    rec.run_all([gated_job, open_job])
-    for run in (gated, open_):
-        require_disjoint(held_out_overlap(run, golden_run), f"{run.name}'s training split")
+    gated, open_ = built.noisy
     (a_job, a), (b_job, b) = (
         sft_job(out, "noisy-gate", gated, base, scale, scale.steps),
         sft_job(out, "noisy-nogate", open_, base, scale, scale.steps),
     )
     rec.run_all([a_job, b_job])
     scores = evaluate(
-        rec, out, "ablation", {"gate on": a / "model", "gate off": b / "model"}, golden_run, scale
+        rec, out, "ablation", {"gate on": a / "model", "gate off": b / "model"}, built.golden, scale
     )
     rows = {"gate on": len(split_rows(gated, "train")), "gate off": len(split_rows(open_, "train"))}
     trained = {
@@ -793,25 +819,44 @@ class OPDResult(_Frozen):
     student_copy_accuracy: float | None = None  # its base's, after copy pre-training
 
 
-def run_opd(rec: Recorder, out: Path, scale: Scale, runs: Runs, main: MainResult) -> OPDResult:
-    """The teacher is the main part's tuned model (SFT-trained, 1,400 steps, the best agent the
-    benchmark has); the student a half-width model briefly SFT-trained (a quarter of the
-    steps); the student continued with OPD, and separately with more SFT for as many student
-    tokens. All train on the main part's training build (OPD plays its train tasks) and are
-    evaluated on the golden build's golden split. (A first design trained a double-width
-    teacher of its own: its copy pre-training never took at lr 1e-3, and it passed nothing.)"""
-    run = runs.train
-    small = scale.model_copy(update={"hidden": max(16, scale.hidden // 2)})
-    student_base = base_model(rec, out, run, small, "student-base")
-    student_job, student_dir = sft_job(
-        out, "student", run, student_base.path, small, max(1, scale.steps // 4)
+def student_scale(scale: Scale) -> Scale:
+    """The OPD student's: half the width."""
+    return scale.model_copy(update={"hidden": max(16, scale.hidden // 2)})
+
+
+def train_student(rec: Recorder, out: Path, scale: Scale, built: Built) -> Base:
+    """The OPD part's student: a half-width base, briefly SFT-trained (a quarter of the steps)
+    on the main training build; its copy pre-training runs beside the main base's."""
+    small = student_scale(scale)
+    student_base = base_model(rec, out, built.train, small, "student-base")
+    job, path = sft_job(
+        out, "student", built.train, student_base.path, small, max(1, scale.steps // 4)
     )
-    rec.run_all([student_job])
-    teacher, student = runs.tuned, student_dir / "model"
+    rec.run_all([job])
+    return Base(path / "model", student_base.copy_accuracy)
+
+
+def run_opd(
+    rec: Recorder,
+    out: Path,
+    scale: Scale,
+    built: Built,
+    teacher: Path,
+    student: Base,
+    teacher_score: Callable[[], Score],
+) -> OPDResult:
+    """The teacher is the main part's tuned model (SFT-trained, 1,400 steps, the best agent the
+    benchmark has); the student (`train_student`) continued with OPD, and separately with more
+    SFT for as many student tokens. All train on the main part's training build (OPD plays its
+    train tasks) and are evaluated on the golden build's golden split. `teacher_score` waits
+    for the main part's evaluation of the teacher (the report's teacher row). (A first design
+    trained a double-width teacher of its own: its copy pre-training never took at lr 1e-3, and
+    it passed nothing.)"""
+    small, run = student_scale(scale), built.train
     opd_dir = out / "opd" / "student"
-    opd_argv = (*cli(), "finetune", "opd", "--student", str(student), "--teacher", str(teacher),
-         "--output", str(opd_dir), "--tasks", str(run), "--split", "train", "--steps",
-         str(scale.opd_steps), "--rollouts-per-step", "4", "--max-new-tokens",
+    opd_argv = (*cli(), "finetune", "opd", "--student", str(student.path), "--teacher",
+         str(teacher), "--output", str(opd_dir), "--tasks", str(run), "--split", "train",
+         "--steps", str(scale.opd_steps), "--rollouts-per-step", "4", "--max-new-tokens",
          str(scale.max_tokens), "--max-turns", str(scale.max_turns), "--learning-rate", "1e-4",
          "--seed", str(SEED), "--no-pass-k")  # fmt: skip
     (stdout,) = rec.run_all([Job(name="opd", argv=opd_argv, clears=(opd_dir,))])
@@ -820,20 +865,20 @@ def run_opd(rec: Recorder, out: Path, scale: Scale, runs: Runs, main: MainResult
     more_steps = max(
         1, round(opd_tokens / max(1, trained_tokens_per_step(out / "sft" / "student")))
     )
-    more_job, more_dir = sft_job(out, "student-more", run, student, small, more_steps)
+    more_job, more_dir = sft_job(out, "student-more", run, student.path, small, more_steps)
     rec.run_all([more_job])
     more = more_dir / "model"
     scores = evaluate(
         rec, out, "opd",
-        {"student": student, "student + OPD": opd_dir / "model", "student + SFT": more},
-        runs.golden, scale,
+        {"student": student.path, "student + OPD": opd_dir / "model", "student + SFT": more},
+        built.golden, scale,
     )  # fmt: skip
     kl_argv = (*opd_argv, "--kl-only")
-    kl_argv = tuple(more if a == str(student) else a for a in kl_argv)  # the SFT-continued one
+    kl_argv = tuple(more if a == str(student.path) else a for a in kl_argv)  # the SFT-continued
     (kl_stdout,) = rec.run_all([Job(name="kl student-more", argv=tuple(map(str, kl_argv)))])
     more_tokens = trained_tokens(more_dir)
     return OPDResult(
-        teacher=main.tuned.model_copy(update={"label": "teacher (tuned)"}),
+        teacher=teacher_score().model_copy(update={"label": "teacher (tuned)"}),
         student=scores["student"],
         opd=scores["student + OPD"],
         more_sft=scores["student + SFT"].model_copy(update={"tokens": more_tokens}),
@@ -841,8 +886,43 @@ def run_opd(rec: Recorder, out: Path, scale: Scale, runs: Runs, main: MainResult
         more_sft_kl=(reported_kl(kl_stdout) or (float("nan"),))[0],
         more_sft_tokens=more_tokens,
         opd_student_tokens=opd_tokens,
-        student_copy_accuracy=student_base.copy_accuracy,
+        student_copy_accuracy=student.copy_accuracy,
     )
+
+
+def run_parts(
+    rec: Recorder, out: Path, scale: Scale, parts: set[str]
+) -> tuple[MainResult, AblationResult | None, OPDResult | None]:
+    """Every build first (`make_builds`), then each chain of jobs in a thread of
+    its own, so a job starts as soon as what it needs exists and the recorder's `parallel`
+    slots stay full: the main base's and the student's copy pre-trainings side by side, the
+    ablation's and the student's trainings beside the main part's. (One part after another
+    left a core idle ~4 of 36 min: a copy pre-training or a student job ran alone.) The
+    results do not depend on the order: every job is seeded and runs in a process of its own."""
+    built = make_builds(rec, out, scale, parts)
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        made = pool.submit(base_model, rec, out, built.train, scale)
+        student = pool.submit(train_student, rec, out, scale, built) if "opd" in parts else None
+        trained = pool.submit(lambda: train_main(rec, out, scale, built, made.result().path))
+        main = pool.submit(
+            lambda: score_main(rec, out, scale, built, made.result(), trained.result())
+        )
+        ablation = (
+            pool.submit(lambda: run_ablation(rec, out, scale, built, made.result().path))
+            if "ablation" in parts
+            else None
+        )
+        opd = (
+            pool.submit(lambda: run_opd(rec, out, scale, built, trained.result().tuned / "model",
+                                        student.result(), lambda: main.result().tuned))
+            if student
+            else None
+        )  # fmt: skip
+        return (
+            main.result(),
+            ablation.result() if ablation else None,
+            opd.result() if opd else None,
+        )
 
 
 def reported_kl(stdout: str) -> tuple[float, ...]:
@@ -1087,11 +1167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.prepare_only:
         return prepare_only(rec, out, scale, parts)
     load_start, started = os.getloadavg(), time.perf_counter()
-    main_result, runs = run_main(rec, out, scale)
-    ablation = (
-        run_ablation(rec, out, scale, runs.golden, runs.base) if "ablation" in parts else None
-    )
-    opd = run_opd(rec, out, scale, runs, main_result) if "opd" in parts else None
+    main_result, ablation, opd = run_parts(rec, out, scale, parts)
     report = DataValueReport(
         scale=scale,
         held_out_template=", ".join(scale.held_out),

@@ -251,6 +251,50 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(re.findall(r"[a-z0-9]+", text.lower()))
 
 
+def needed_info(task: Task) -> tuple[tuple[str, str], ...]:
+    """The known info the user's own requests name (its instructions: the amount to deposit,
+    the order to return) and the gold plan passes to a tool: no agent can have served the
+    request without hearing it. Info that only identifies the user (an email, a zip code: in
+    no request) and info no call takes (a name said for politeness) are not needed: an agent
+    may have found them with a tool, out of the user's sight."""
+    arguments = {_plain(v) for action in task.gold_actions for v in _leaves(action.arguments)}
+    requests = task.scenario.instructions
+    return tuple(
+        (k, v)
+        for k, v in task.scenario.known_info.items()
+        if _plain(v) in arguments and mentions(requests, v)
+    )
+
+
+def mentions(text: str, value: str) -> bool:
+    """`text` says `value`: numbers by value ("168.5" says "168.50"), the rest as written
+    (case aside)."""
+    try:
+        number = float(value)
+    except ValueError:
+        return value.lower() in text.lower()
+    return any(float(n) == number for n in re.findall(r"\d+(?:\.\d+)?", text.replace(",", "")))
+
+
+def _leaves(value: object) -> Iterable[object]:
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _leaves(item)
+    else:
+        yield value
+
+
+def _plain(value: object) -> str:
+    """A value as the user and a tool call both can spell it ("79.50" and 79.5 alike)."""
+    text = str(value).strip().lower()
+    try:
+        return repr(float(text))
+    except ValueError:
+        return text
+
+
 def declines_first(task_id: str, rate: float) -> bool:
     """Whether the task's scripted user declines the first confirmation (`rollout.
     user_declines_first`): a seeded draw per task, the same in every build and attempt."""
@@ -262,7 +306,11 @@ class ScriptedUser:
 
     Opens with the reason for contact; answers questions from known info by keyword; says it
     does not know unknown info; confirms with a yes when asked to confirm; stops when the agent
-    says it is done. It speaks in the persona's voice (`UserVoice`: the traits shape each turn).
+    says it is done, unless its request cannot have been served: a piece of `needed_info`
+    that neither side has said (it sees no tool traffic). Then it restates the request with
+    that piece (as a person whose deposit amount nobody asked for would, and tau-bench's
+    users do: they stop only once their goal is met), once per piece, so a conversation
+    still ends. It speaks in the persona's voice (`UserVoice`: the traits shape each turn).
     With `decline_first` it says "no, not yet" to the first confirmation and yes when asked
     again: the conversation in which an agent can act after a refusal (the policy forbids it).
     """
@@ -274,6 +322,7 @@ class ScriptedUser:
         self._voice = UserVoice.of(task.persona, task.id)
         self._decline_first = decline_first
         self._user_tools = user_tools
+        self._needed = needed_info(task)
 
     async def reply(self, conversation: Sequence[Message], seed: int) -> UserTurn:
         calls = self.requested_calls(conversation)
@@ -307,6 +356,10 @@ class ScriptedUser:
         turn = sum(m.role == "user" for m in conversation)
         last = agent_texts[-1]
         if _DONE.search(last):
+            heard = " ".join(m.content or "" for m in conversation)
+            unserved = [(k, v) for k, v in self._needed if not mentions(heard, v)]
+            if unserved:  # the agent wraps up before it asked for what the request needs
+                return f"{voice.restate(reason, turn)} {voice.give(*unserved[0], turn)}"
             return f"{voice.close(reason)} {STOP_TOKEN}"
         if _CONFIRM.search(last):
             asked = sum(bool(_CONFIRM.search(t)) for t in agent_texts)

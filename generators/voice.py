@@ -249,6 +249,12 @@ class UserVoice:
             text += f" Thanks again for helping me {wants}."
         return text
 
+    def restate(self, reason: str, turn: int) -> str:
+        """The agent wrapped up before serving the request: the user says what it still wants.
+        Neither a yes nor a refusal word (the policy checks would read one as an answer)."""
+        wants = _mine(_WANTS_PREFIX.sub("", reason.strip().rstrip(".")))
+        return f"{self._pick(_RESTATES[self.register], 'restate', turn)} {wants}."
+
     def nudge(self, turn: int) -> str:
         """When the agent says nothing the user can answer: ask it to go on."""
         return self._pick(_NUDGES[self.register], "nudge", turn)
@@ -345,6 +351,12 @@ _CLOSES = {
         ("that's all", "that's it", "all done", "that's everything"),
         ("thanks.", "bye.", "cheers.", "thanks, bye."),
     ),
+}
+#: Leads of a restated request (the agent said it was done too early).
+_RESTATES = {
+    "casual": ("Hmm, I still need to", "But I came here to", "Um, I still want to"),
+    "neutral": ("Actually, I still need to", "I was hoping to", "My request was to"),
+    "formal": ("If I may, I still wish to", "I must point out that I came to", "My request was to"),
 }
 _NUDGES = {
     "casual": ("So can you sort it out?", "Can you just do it?", "What's next then?"),

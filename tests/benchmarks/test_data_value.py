@@ -125,6 +125,59 @@ def test_a_free_slot_takes_the_next_job_before_a_slow_one_ends(tmp_path):
     assert {p.name for p in rec.phases} == {"slow", "quick1", "quick2"}
 
 
+def _timed_job(name: str, seconds: float) -> dv.Job:
+    code = f"import time; s = time.time(); time.sleep({seconds}); print(s, time.time())"
+    return dv.Job(name=name, argv=(sys.executable, "-c", code))
+
+
+def test_threads_share_the_recorders_slots(tmp_path):
+    """`run_parts` runs chains of jobs in threads: together they never run more than
+    `parallel` processes, and a free slot goes to whichever chain has a job waiting."""
+    import threading
+
+    rec = dv.Recorder(tmp_path / "log", parallel=2)
+    spans: list[tuple[float, float]] = []
+
+    def chain(tag: str) -> None:
+        for i in range(2):
+            (out,) = rec.run_all([_timed_job(f"{tag}{i}", 0.6)])
+            spans.append(tuple(map(float, out.split())))
+
+    threads = [threading.Thread(target=chain, args=(t,)) for t in "abc"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(spans) == 6
+    for start, _ in spans:  # processes alive at each start (its own included)
+        assert sum(s <= start < e for s, e in spans) <= 2
+    assert any(sum(s <= start < e for s, e in spans) == 2 for start, _ in spans)  # side by side
+
+
+def test_a_failure_in_one_thread_stops_the_others_from_starting_jobs(tmp_path):
+    import threading
+
+    rec = dv.Recorder(tmp_path / "log", parallel=2)
+    failing = dv.Job(name="broken", argv=(sys.executable, "-c", "raise SystemExit(3)"))
+    errors: list[str] = []
+
+    def chain(jobs: list[dv.Job]) -> None:
+        try:
+            for job in jobs:
+                rec.run_all([job])
+        except SystemExit as e:
+            errors.append(str(e))
+
+    slow_then_more = [_timed_job("slow", 1.0), _counting_job(tmp_path, "after")]
+    threads = [threading.Thread(target=chain, args=(j,)) for j in ([failing], slow_then_more)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(errors) == 2 and all("broken (exit 3)" in e for e in errors)
+    assert not (tmp_path / "runs.txt").exists()  # the chain's next job never started
+
+
 def _counting_job(tmp_path, name: str, argv_tag: str = "") -> dv.Job:
     """A job that appends its name to runs.txt, so a test can see which jobs really ran."""
     code = f"open({str(tmp_path / 'runs.txt')!r}, 'a').write({name!r} + '\\n'); print('out-{name}')"

@@ -20,6 +20,7 @@ from trajforge.generators.domains import DOMAINS, get_domain
 from trajforge.generators.llm.concurrency import run_all
 from trajforge.generators.personas import sample_persona
 from trajforge.generators.tooling import state_hash
+from trajforge.generators.user import needed_info
 from trajforge.schemas import ToolCall
 from trajforge.verifiers.gate import gate_verdict
 from trajforge.verifiers.outcome import verify_outcome
@@ -43,6 +44,16 @@ def play_gold(env, task):
     """The gold calls straight away: the right state, but no write is confirmed first."""
     for action in task.gold_actions:
         getattr(env, action.name)(**action.arguments)
+
+
+def close(env, task) -> str:
+    """The oracle's closing, said again while the user restates a request whose details no
+    one said (`play_gold` says nothing; the user restates each needed piece once)."""
+    for _ in range(len(needed_info(task)) + 1):
+        reply = env.send_message_to_user(oracle_closing(task))
+        if "###STOP###" in reply:
+            return reply
+    raise AssertionError(f"the user did not stop: {reply}")
 
 
 def play_oracle(env, task):
@@ -145,7 +156,7 @@ def test_skipping_the_confirmation_earns_nothing_unless_opted_out(task):
     env = RetailEnv()
     env.reset(task_json=task.to_json())
     play_gold(env, task)
-    assert "###STOP###" in env.send_message_to_user(oracle_closing(task))
+    assert "###STOP###" in close(env, task)
     trajectory = environment_trajectory(env)
     assert verify_outcome(trajectory, DOMAIN).passed
     assert not gate_verdict(trajectory, DOMAIN, CHECKS).kept
@@ -156,7 +167,7 @@ def test_skipping_the_confirmation_earns_nothing_unless_opted_out(task):
     lenient = OutcomeOnly()
     lenient.reset(task_json=task.to_json())
     play_gold(lenient, task)
-    lenient.send_message_to_user(oracle_closing(task))
+    close(lenient, task)
     assert lenient.get_reward() == 1.0
 
 
@@ -175,7 +186,7 @@ def test_policy_checks_can_veto_the_reward(task):
     env = Strict()
     env.reset(task_json=task.to_json())
     play_gold(env, task)
-    env.send_message_to_user(oracle_closing(task))
+    close(env, task)
     assert env.get_reward() == 0.0
     assert environment_verdict(env).reason == "loop_or_repeat"
 

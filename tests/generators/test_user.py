@@ -11,10 +11,11 @@ from trajforge.generators.user import (
     ScriptedUser,
     flip_roles,
     looks_like_agent,
+    needed_info,
     stop_reason,
 )
 from trajforge.schemas import Message, ToolCall
-from trajforge.verifiers.dialogue import is_affirmation
+from trajforge.verifiers.dialogue import is_affirmation, is_refusal
 
 
 def run(coro):
@@ -132,8 +133,45 @@ def test_scripted_user_opens_with_reason_and_answers_by_keyword(toy_task):
 def test_scripted_user_confirms_and_stops(toy_task):
     user = ScriptedUser(toy_task)
     assert is_affirmation(_said(user, "I will deposit 25.50. Do you confirm (yes/no)?"))
-    reply = run(user.reply([Message(role="assistant", content="All done. Anything else?")], 0))
-    assert reply.stop == "user_stop"
+    told = [Message(role="user", content="It is #A1001.")]
+    done = Message(role="assistant", content="All done. Anything else?")
+    assert run(user.reply([*told, done], 0)).stop == "user_stop"
+
+
+def _asking(toy_task, requests: str):
+    scenario = toy_task.scenario.model_copy(update={"instructions": requests})
+    return toy_task.model_copy(update={"scenario": scenario})
+
+
+def test_scripted_user_restates_a_request_the_agent_never_asked_the_details_of(toy_task):
+    """An agent that says it is done while what the user's request names and the gold plan's
+    calls take (here the account id) was never said by either side has not served the
+    request: the user says so, gives the first missing piece, and stops the next time (each
+    piece restated once)."""
+    user = ScriptedUser(_asking(toy_task, "1. Deposit 25.50 dollars into account #A1001."))
+    done = Message(role="assistant", content="Your balance is 100.00. Anything else?")
+    reply = run(user.reply([done], 0))
+    assert reply.stop is None
+    text = reply.message.content
+    assert "deposit 25.50 dollars into my account" in text and "#A1001" in text
+    assert not is_affirmation(text) and not is_refusal(text)  # no answer to a confirmation
+    again = [done, reply.message, done]
+    assert run(user.reply(again, 0)).stop == "user_stop"
+    # an agent that says it (here: what it did with it) needed no restating
+    acted = Message(role="assistant", content="Deposited 25.50 into #A1001. Anything else?")
+    assert run(user.reply([acted], 0)).stop == "user_stop"
+
+
+def test_needed_info_is_the_known_info_a_request_names_and_a_gold_call_takes(toy_task):
+    """Named by a request and taken by a call: the amount ("25.50" is the call's 25.5) and
+    the account. Not the email (no request names it: the agent may have looked it up), not
+    the name (no call takes it)."""
+    known = {"name": "Ann", "amount": "25.50", "account id": "#a1001", "email": "a@x.org"}
+    task = _asking(toy_task, "You are Ann. 1. Deposit 25.50 dollars into account #A1001.")
+    scenario = task.scenario.model_copy(update={"known_info": known})
+    task = task.model_copy(update={"scenario": scenario})
+    assert needed_info(task) == (("amount", "25.50"), ("account id", "#a1001"))
+    assert needed_info(toy_task) == ()  # its instructions name no value
 
 
 def test_first_person_reason():
