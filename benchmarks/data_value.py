@@ -57,7 +57,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Literal, NamedTuple
 
@@ -245,8 +245,13 @@ class Recorder:
         self.reusing = resume
         self.resume = resume
         self.failed: list[str] = []
+        self.stopping = False  # `stop`: no thread starts another job
         self._slots = threading.Semaphore(parallel)
         self._lock = threading.Lock()
+
+    def stop(self) -> None:
+        """Start no more jobs (another thread failed); `run_all` then raises."""
+        self.stopping = True
 
     def run(self, name: str, argv: Sequence[str]) -> str:
         return self.run_all([Job(name=name, argv=tuple(argv))])[0]
@@ -275,10 +280,10 @@ class Recorder:
         loop polls), so a thread whose jobs all wait on slots still sees a failure elsewhere."""
         queue, running, outputs = list(jobs), [], {}
         while queue or running:
-            while queue and not self.failed and self._slots.acquire(blocking=False):
+            while queue and not self._halted() and self._slots.acquire(blocking=False):
                 i, job = queue.pop(0)
                 running.append((i, job, self._launch(job), time.perf_counter()))
-            if not running and self.failed:
+            if not running and self._halted():
                 break
             time.sleep(0.2)
             for entry in [e for e in running if e[2].poll() is not None]:
@@ -290,9 +295,13 @@ class Recorder:
                     self.phases.append(
                         Phase(name=job.name, wall_s=round(time.perf_counter() - started, 2))
                     )
-        if self.failed:
-            raise SystemExit(f"data-value: {'; '.join(self.failed)}\nsee {self.log}")
+        if self._halted():
+            why = "; ".join(self.failed) or "stopped: another part failed"
+            raise SystemExit(f"data-value: {why}\nsee {self.log}")
         return outputs
+
+    def _halted(self) -> bool:
+        return bool(self.failed) or self.stopping
 
     def _launch(self, job: Job) -> subprocess.Popen:
         print(f"[data-value] {job.name}: {' '.join(job.argv)}", flush=True)
@@ -417,7 +426,9 @@ def ablation_builds(out: Path, scale: Scale) -> list[tuple[Job, Path]]:
 
 
 class Built(NamedTuple):
-    """The builds every part trains on or is evaluated on (`run_parts` makes them first)."""
+    """The builds every part trains on or is evaluated on (`run_parts` makes them first). The
+    golden and training builds share config and seed; tasks derive from (seed, index), so the
+    training build's golden split holds the golden build's and is never used."""
 
     train: Path  # the main training build
     golden: Path  # the golden build: its golden split is the held-out set
@@ -918,11 +929,23 @@ def run_parts(
             if student
             else None
         )  # fmt: skip
+        raise_first_failure(rec, [f for f in (made, student, trained, main, ablation, opd) if f])
         return (
             main.result(),
             ablation.result() if ablation else None,
             opd.result() if opd else None,
         )
+
+
+def raise_first_failure(rec: Recorder, futures: Sequence[Future]) -> None:
+    """Wait for every chain; when one raised (a failed job, or an error between jobs), stop
+    the others from starting jobs (those running end) and raise that failure, not the
+    "stopped" the others then report."""
+    wait(futures, return_when=FIRST_EXCEPTION)
+    failed = [f.exception() for f in futures if f.done() and f.exception()]
+    if failed:
+        rec.stop()
+        raise failed[0]
 
 
 def reported_kl(stdout: str) -> tuple[float, ...]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -176,6 +177,26 @@ def test_a_failure_in_one_thread_stops_the_others_from_starting_jobs(tmp_path):
         t.join()
     assert len(errors) == 2 and all("broken (exit 3)" in e for e in errors)
     assert not (tmp_path / "runs.txt").exists()  # the chain's next job never started
+
+
+def test_an_error_between_jobs_stops_the_other_chains_and_is_the_one_raised(tmp_path):
+    """`run_parts`' chains: one raises outside any job (a missing report, say); the others
+    start no further job, and that error, not their "stopped", reaches the caller."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rec = dv.Recorder(tmp_path / "log", parallel=2)
+
+    def broken() -> None:
+        time.sleep(0.3)
+        raise ValueError("no report")
+
+    def chain() -> None:
+        rec.run_all([_timed_job("slow", 1.0)])
+        rec.run_all([_counting_job(tmp_path, "after")])
+
+    with ThreadPoolExecutor(2) as pool, pytest.raises(ValueError, match="no report"):
+        dv.raise_first_failure(rec, [pool.submit(chain), pool.submit(broken)])
+    assert not (tmp_path / "runs.txt").exists()
 
 
 def _counting_job(tmp_path, name: str, argv_tag: str = "") -> dv.Job:
