@@ -21,7 +21,8 @@ again for every row of every turn. `PrefixReuse` encodes that prefix once, keeps
 each row then holds [prefix | left pads | the rest of its prompt], so the padding sits between
 the two and positions still come from the attention mask. The prefix is where the request's
 own system messages end, never where a batch's rows happen to agree, so where a row is cut
-does not depend on its batch mates. Rows with different prefixes are generated in groups.
+does not depend on its batch mates. Rows with different prefixes are generated in groups, and
+within a prefix rows of very different lengths too (`length_buckets`).
 """
 
 from __future__ import annotations
@@ -117,9 +118,12 @@ class TransformersChat:
                 groups.setdefault(tuple(row_ids[:cut]), []).append(row)
             replies: dict[int, ChatResponse] = {}
             for prefix, rows in groups.items():
-                group = [requests[i] for i in rows]
-                generated = self._generate(group, [ids[i] for i in rows], prefix)
-                replies.update(zip(rows, generated, strict=True))
+                for bucket in length_buckets([len(ids[i]) - len(prefix) for i in rows]):
+                    chosen = [rows[b] for b in bucket]
+                    generated = self._generate(
+                        [requests[i] for i in chosen], [ids[i] for i in chosen], prefix
+                    )
+                    replies.update(zip(chosen, generated, strict=True))
         return [replies[row] for row in range(len(requests))]
 
     def _generate(
@@ -266,6 +270,27 @@ def _cache_name(model: Any) -> str:
     """The KV cache's keyword in `forward`/`generate` and field of their outputs: `cache` from
     transformers 5.x on (where `past_key_values` is deprecated), `past_key_values` before."""
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+#: A length bucket's longest prompt (after the shared prefix) is at most this many times its
+#: shortest: measured on `trajforge eval` of the data-value tuned model (24 tasks x 3, 48 in
+#: flight, CPU, one thread): 2 used 10-15% less CPU than one padded batch, identical replies.
+BUCKET_RATIO = 2.0
+
+
+def length_buckets(lengths: Sequence[int], ratio: float = BUCKET_RATIO) -> list[list[int]]:
+    """Indices of `lengths` in groups of similar length (shortest first), each generated on
+    its own: one batch pads every row to the longest, and a turn-1 prompt batched with a
+    turn-8 one pays the turn-8 attention for every prefill and decode step. Each row's reply
+    is the same either way (masked pads, per-row seeded sampling)."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    buckets: list[list[int]] = []
+    for i in order:
+        if buckets and lengths[i] <= ratio * max(1, lengths[buckets[-1][0]]):
+            buckets[-1].append(i)
+        else:
+            buckets.append([i])
+    return buckets
 
 
 def _padded_after_prefix(

@@ -149,3 +149,35 @@ def test_the_prefix_is_the_system_part_and_leaves_a_token_to_generate(chat):
         chat._prefix.cut(tokenizer, chat.family, no_system, schemas(no_system), render(no_system))
         == 0
     )
+
+
+def test_length_buckets_partition_rows_into_similar_lengths():
+    from trajforge.finetune.hf_client import length_buckets
+
+    lengths = [40, 300, 45, 90, 700, 0, 81]
+    buckets = length_buckets(lengths, ratio=2.0)
+    assert sorted(i for b in buckets for i in b) == list(range(len(lengths)))
+    for bucket in buckets:
+        sizes = [lengths[i] for i in bucket]
+        assert max(sizes) <= 2.0 * max(1, min(sizes))
+    assert buckets == [[5], [0, 2], [6, 3], [1], [4]]
+    assert length_buckets([5, 6, 7]) == [[0, 1, 2]]  # similar rows stay one batch
+
+
+def test_rows_of_very_different_lengths_are_generated_apart_with_the_same_replies(chat, alone):
+    """GREEDY's prompts span more than twice the shortest: more than one `generate`, and the
+    replies are still each request's alone."""
+    calls: list[int] = []
+    generate = chat._generate
+
+    def counting(requests, ids, prefix):
+        calls.append(len(requests))
+        return generate(requests, ids, prefix)
+
+    chat._generate = counting
+    try:
+        batched = chat.generate_batch(GREEDY)
+    finally:
+        del chat._generate
+    assert len(calls) > 1 and sum(calls) == len(GREEDY)
+    assert all(_same(a, b) for a, b in zip(alone, batched, strict=True))
