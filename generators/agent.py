@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from trajforge.generators.agent_voice import (
-    answer,
     closing,
     confirm_prompt,
+    task_answers,
     user_name,
     write_report,
 )
@@ -104,17 +104,14 @@ class LLMAgent:
 def oracle_closing(
     task: Task,
     reports: Sequence[str] = (),
-    results: Sequence[tuple[dict[str, Any], str]] = (),
+    results: Sequence[tuple[str, dict[str, Any], str]] = (),
     phrasing: Phrasing = NO_PHRASING,
 ) -> str:
     """The oracle's final message: what each write did, each expected output in a sentence
-    about what a tool showed (`results`: arguments and observation per call), the offer of
-    further help. Phrasing varies with the task id and follows the domain's table
-    (`agent_voice`, `phrasing`)."""
-    answers = [
-        answer(v, results, task.id, i, phrasing=phrasing)
-        for i, v in enumerate(task.expected_outputs)
-    ]
+    about what its sub-goal's calls showed (`results`: tool name, arguments and observation
+    per call), the offer of further help. Phrasing varies with the task id and follows the
+    domain's table (`agent_voice`, `phrasing`)."""
+    answers = task_answers(task, results, phrasing)
     return closing([*reports, *answers], task.id, name=user_name(dict(task.scenario.known_info)))
 
 
@@ -141,7 +138,8 @@ def _final_message(
         for i, (call, text, ok) in enumerate(results)
         if ok
     ]
-    return oracle_closing(task, reports, [(c.arguments, text) for c, text, _ in results], phrasing)
+    made = [(c.name, c.arguments, text) for c, text, _ in results]
+    return oracle_closing(task, reports, made, phrasing)
 
 
 def _just_confirmed(messages: Sequence[Message]) -> bool:

@@ -15,7 +15,7 @@ in the text is grounded.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
 from trajforge.generators.phrasing import (
@@ -29,6 +29,7 @@ from trajforge.generators.phrasing import (
     spoken,
 )
 from trajforge.generators.voice import label_parts, pick
+from trajforge.schemas import Task
 
 _ADDRESS_KEYS = ("address1", "address2", "city", "state_code", "state", "zip", "country")
 
@@ -295,32 +296,81 @@ def answer(
     results: Sequence[tuple[dict[str, Any], str]],
     *key: object,
     phrasing: Phrasing = NO_PHRASING,
+    prefer: Collection[int] = (),
 ) -> str:
     """A sentence stating one expected output as what a tool showed about an object: the
     latest result holding it gives the field's name and the object it belongs to (and the
-    domain's sentence for that field, when it has one)."""
+    domain's sentence for that field, when it has one). `prefer`: positions in `results` of
+    the calls made for the sub-goal that asked for the value; the latest of them holding it
+    wins over any other result, so a status shared by two orders is told about the order the
+    user asked about. Without them (or when none holds it), the latest result holding it."""
     outputs = parsed_outputs([o for _, o in results])
     found_in = sources(outputs, value, phrasing.cite) if phrasing.cite else []
     if phrasing.cite and found_in:  # read in documents: say where, not which field held it
         said = pick(phrasing.cite.sentences, *key, "cite")
         said = said.format(value=value, sources=phrasing.cite.name(found_in))
         return said[0].upper() + said[1:]
-    for arguments, observation in reversed(results):
-        result = _parsed(observation)
-        if not isinstance(result, dict):  # a list of hits describes no one object
-            continue
-        for path, parent in sorted(_find(result, value), key=lambda found: len(found[0]))[:1]:
-            subject = _object(arguments, result)
-            if isinstance(parent.get("options"), dict):
-                subject = f"{subject} ({spoken(parent['options'])})"
-            said = _phrased_answer(value, str(path[-1]), parent, subject, phrasing, outputs, key)
-            if said:
-                return said
-            what = _key_words(str(path[-1]))
-            pool = _IN_STOCK if parent.get("available") is True else _ANSWERS
-            said = pick(pool, *key, "answer").format(what=what, subject=subject, value=value)
-            return said[0].upper() + said[1:]
+    latest_first = list(reversed(range(len(results))))
+    order = [i for i in latest_first if i in prefer] + [i for i in latest_first if i not in prefer]
+    for i in order:
+        arguments, observation = results[i]
+        said = _stated(value, arguments, _parsed(observation), phrasing, outputs, key)
+        if said:
+            return said
     return pick(_FALLBACK, *key, "answer").format(value=value)
+
+
+def _stated(
+    value: str,
+    arguments: dict[str, Any],
+    result: Any,
+    phrasing: Phrasing,
+    outputs: Sequence[Any],
+    key: tuple,
+) -> str | None:
+    """The answer sentence from one call's result, or None when it does not hold `value` (a
+    list of hits describes no one object, so it holds none)."""
+    if not isinstance(result, dict):
+        return None
+    for path, parent in sorted(_find(result, value), key=lambda found: len(found[0]))[:1]:
+        subject = _object(arguments, result)
+        if isinstance(parent.get("options"), dict):
+            subject = f"{subject} ({spoken(parent['options'])})"
+        said = _phrased_answer(value, str(path[-1]), parent, subject, phrasing, outputs, key)
+        if said:
+            return said
+        what = _key_words(str(path[-1]))
+        pool = _IN_STOCK if parent.get("available") is True else _ANSWERS
+        said = pick(pool, *key, "answer").format(what=what, subject=subject, value=value)
+        return said[0].upper() + said[1:]
+    return None
+
+
+def task_answers(
+    task: Task,
+    calls: Sequence[tuple[str, dict[str, Any], str]],
+    phrasing: Phrasing = NO_PHRASING,
+) -> list[str]:
+    """Each of the task's expected outputs in a sentence (`answer`), from the calls made
+    (tool name, arguments, observation), each preferring the results of its own sub-goal's
+    gold actions (`Task.expected_sources`, matched to the calls by name and arguments)."""
+    results = [(arguments, observation) for _, arguments, observation in calls]
+    return [
+        answer(v, results, task.id, i, phrasing=phrasing, prefer=_sourced(task, i, calls))
+        for i, v in enumerate(task.expected_outputs)
+    ]
+
+
+def _sourced(
+    task: Task, index: int, calls: Sequence[tuple[str, dict[str, Any], str]]
+) -> frozenset[int]:
+    """Positions in `calls` of the gold actions that expected output `index` comes from;
+    empty when the task does not record them."""
+    if not task.expected_sources:
+        return frozenset()
+    gold = [task.gold_actions[i] for i in task.expected_sources[index]]
+    wanted = [(a.name, a.arguments) for a in gold]
+    return frozenset(i for i, (name, args, _) in enumerate(calls) if (name, args) in wanted)
 
 
 def _phrased_answer(

@@ -17,10 +17,10 @@ from typing import Literal
 from pydantic import BaseModel
 
 from trajforge.generators.agent_voice import (
-    answer,
     ask_for,
     closing,
     confirm_prompt,
+    task_answers,
     user_name,
     write_report,
 )
@@ -235,11 +235,8 @@ def write_reports(
 def closing_draft(task: Task, calls: list[SkeletonCall], phrasing: Phrasing = NO_PHRASING) -> str:
     """The agent's last message: each write's report, then each expected output stated as what
     a tool showed about its object, then the offer of further help."""
-    results = [(c.call.arguments, c.execution.observation) for c in calls]
-    answers = [
-        answer(v, results, task.id, i, phrasing=phrasing)
-        for i, v in enumerate(task.expected_outputs)
-    ]
+    made = [(c.call.name, c.call.arguments, c.execution.observation) for c in calls]
+    answers = task_answers(task, made, phrasing)
     name = user_name(dict(task.scenario.known_info))
     return closing([*write_reports(calls, task.id, phrasing), *answers], task.id, name=name)
 

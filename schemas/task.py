@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, StringConstraints, model_validator
 
 from trajforge.schemas.base import SCHEMA_VERSION, Record
 from trajforge.schemas.persona import Persona
@@ -75,7 +75,36 @@ class Task(Record):
     initial_state: InitialState
     gold_actions: tuple[GoldAction, ...]
     expected_outputs: tuple[str, ...] = ()  # values the agent must tell the user
+    #: Per expected output, the indices of the gold actions of the sub-goal that asked for it
+    #: (whose results show it). Closings state each output about the object those calls read,
+    #: not the latest result that happens to hold the same value (two pending orders). Empty:
+    #: not recorded (older records, domains that build tasks without sub-goals); closings then
+    #: take the latest result holding the value.
+    expected_sources: tuple[tuple[int, ...], ...] = ()
     gold_final_hash: str
     verification: TaskVerification | None = None
 
-    ID_EXCLUDE = frozenset({"verification", "schema_version"})
+    #: `expected_sources` is an annotation derived from how the gold plan was assembled, not
+    #: part of what the task is: leaving it out of the id keeps every task's id (and so every
+    #: id-seeded phrasing choice) the same whether or not a record carries it.
+    ID_EXCLUDE = frozenset({"verification", "schema_version", "expected_sources"})
+
+    @model_validator(mode="after")
+    def _sources_fit(self) -> Task:
+        """`expected_sources` names one group of gold action indices per expected output."""
+        if not self.expected_sources:
+            return self
+        if len(self.expected_sources) != len(self.expected_outputs):
+            raise ValueError(
+                f"expected_sources has {len(self.expected_sources)} entries for "
+                f"{len(self.expected_outputs)} expected_outputs: give one tuple of gold action "
+                "indices per expected output, or leave expected_sources empty"
+            )
+        bad = [i for group in self.expected_sources for i in group]
+        bad = [i for i in bad if not 0 <= i < len(self.gold_actions)]
+        if bad:
+            raise ValueError(
+                f"expected_sources names gold action indices {bad}, but the task has "
+                f"{len(self.gold_actions)} gold_actions: use indices 0..{len(self.gold_actions) - 1}"
+            )
+        return self

@@ -198,5 +198,6 @@ def synthesize(
         initial_state=init,
         gold_actions=plan.actions,
         expected_outputs=tuple(o for g in plan.goals for o in g.expected_outputs),
+        expected_sources=plan.output_sources,
         gold_final_hash=final_hash,
     )

@@ -60,6 +60,18 @@ class Plan(Generic[S]):
         """The whole gold plan: the opening's actions, then each sub-goal's."""
         return self.opening.actions + tuple(a for g in self.goals for a in g.actions)
 
+    @property
+    def output_sources(self) -> tuple[tuple[int, ...], ...]:
+        """Per expected output (in `Task.expected_outputs` order), the indices in `actions` of
+        its sub-goal's actions: the calls whose results show it (`Task.expected_sources`)."""
+        sources: list[tuple[int, ...]] = []
+        start = len(self.opening.actions)
+        for goal in self.goals:
+            span = tuple(range(start, start + len(goal.actions)))
+            sources.extend(span for _ in goal.expected_outputs)
+            start += len(goal.actions)
+        return tuple(sources)
+
 
 def plan_actor(
     space: TaskSpace,
