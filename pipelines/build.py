@@ -18,6 +18,7 @@ import json
 import os
 import platform
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -159,7 +160,12 @@ def build_pipeline(
     write_failures(shared.routed, run_dir)
 
 
-def _seeds(_impulse: bytes, num_tasks: int) -> range:
+def _seeds(_impulse: bytes, num_tasks: int) -> Iterable[int]:
+    """The task seeds `0..num_tasks-1` for `FlatMap`. Typed `Iterable[int]`, not `range`: Beam
+    2.78 resolves string annotations (this module's, `from __future__ import annotations`) and
+    `FlatMap` strips the iterable from the return type, which `range` is not to Beam's type hints
+    (`TypeCheckError: Return value not iterable` while the graph is built); 2.77 read the string
+    as `Any`. `Iterable` must stay a runtime import: Beam resolves the name in this module."""
     return range(num_tasks)
 
 

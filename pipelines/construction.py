@@ -6,10 +6,11 @@ nothing when the pipeline runs in this process, on one worker (FnApiRunner, `in_
 - Beam's construction-time type check and inference (`TypeOptions.pipeline_type_check`):
   every applied transform's output type inferred from its function's signature or bytecode,
   and each check building an argparse parser for `TypeOptions` (~0.2 s of CPU). Our
-  transforms declare no type hints; the inferred types only choose coders, and the local
-  runner's coders give the same rows (the outputs are byte-identical with it off,
-  `tests/pipelines/test_construction.py`). Remote runners keep it: there the element types
-  travel in the job's graph to workers of another process.
+  functions' annotations are strings (`from __future__ import annotations`): Beam up to 2.77
+  read them as `Any`, 2.78 resolves them, so there they are checked and choose coders; either
+  way the local runner's coders give the same rows (the outputs are byte-identical with it
+  off, `tests/pipelines/test_construction.py`). Remote runners keep it: there the element
+  types travel in the job's graph to workers of another process.
 - The reshuffle of the seeds, which spreads them over workers; with one worker it is a
   GroupByKey stage, four ParDos and an exchange for nothing.
 

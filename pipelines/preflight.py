@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import importlib.util
 import os
 
 from trajforge.generators.llm.factory import OpenAIBackendConfig
@@ -104,14 +105,29 @@ def check_output_filesystem(output: str) -> None:
         return
     from apache_beam.io.filesystems import FileSystems  # (Beam: see beam_flags)
 
+    scheme = output.split("://", 1)[0]
     try:
         FileSystems.get_filesystem(output)
     except ValueError as err:
-        scheme = output.split("://", 1)[0]
-        fix = "pip install 'trajforge[dataflow]'" if scheme == "gs" else "install its Beam extra"
-        raise PreflightError(
-            f"--output {output}: no filesystem for {scheme}:// is installed; {fix}"
-        ) from err
+        raise _no_filesystem(output, scheme) from err
+    if scheme == "gs" and not gcs_client_installed():
+        raise _no_filesystem(output, scheme)
+
+
+def gcs_client_installed() -> bool:
+    """Whether google-cloud-storage (the `dataflow` extra) can be imported. Why asked apart from
+    Beam's filesystem: from Beam 2.78 its GCS filesystem is registered without the client
+    (`gcsio` imports it optionally), so `gs://` passed the filesystem check and the build failed
+    at its first write."""
+    try:
+        return importlib.util.find_spec("google.cloud.storage") is not None
+    except ModuleNotFoundError:  # no `google` or `google.cloud` package at all
+        return False
+
+
+def _no_filesystem(output: str, scheme: str) -> PreflightError:
+    fix = "pip install 'trajforge[dataflow]'" if scheme == "gs" else "install its Beam extra"
+    return PreflightError(f"--output {output}: no filesystem for {scheme}:// is installed; {fix}")
 
 
 def _openai_roles(config: BuildConfig) -> list[tuple[str, OpenAIBackendConfig]]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import apache_beam as beam
@@ -241,7 +241,7 @@ def _keyed_refs(
 
 
 def _write(
-    group: tuple[ShardKey, list[spill.SpillRef]],
+    group: tuple[ShardKey, Iterable[spill.SpillRef]],
     run_dir: str,
     base: str,
     plan: splits.SplitPlan | None = None,
@@ -252,7 +252,9 @@ def _write(
     record's at a time read and unpacked while the shard is measured and again while it is
     written: unpacked all at once, the largest `step_prefix` shard of a 1,600-task build held its
     10,275 rows next to a 64 MB row group at the build's peak (issue 30). `plan`: the split
-    plan, which gives canonical rows their split and cluster (`_assigned`; needed for them)."""
+    plan, which gives canonical rows their split and cluster (`_assigned`; needed for them).
+    `group`'s references are typed `Iterable`, as `GroupByKey` gives them: Beam 2.78 resolves
+    this module's string annotations and its construction type check refused `list` there."""
     (output, split, shard, n), refs = group
     data_caches.release_generation_caches()  # generating is over (data_caches.py says why)
     heap.release_free_heap()

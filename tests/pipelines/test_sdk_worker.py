@@ -33,7 +33,8 @@ def test_installed_beam_is_a_release_the_fast_exit_was_checked_on():
         "fast-exit worker on it (tests/pipelines/test_sdk_worker.py, benchmarks/README.md "
         '"Issue 31") and add it'
     )
-    assert beam_checked("2.77.3") and not beam_checked("2.78.0") and not beam_checked("3.0.0")
+    assert beam_checked("2.77.3") and beam_checked("2.78.1")
+    assert not beam_checked("2.79.0") and not beam_checked("3.0.0")
 
 
 def test_the_beam_internals_it_relies_on_are_there():
@@ -43,13 +44,16 @@ def test_the_beam_internals_it_relies_on_are_there():
 
     from apache_beam.portability import python_urns
     from apache_beam.runners.portability.fn_api_runner import FnApiRunner, fn_runner
-    from apache_beam.runners.worker import sdk_worker_main
+    from apache_beam.runners.worker import sdk_worker, sdk_worker_main
 
     assert callable(getattr(FnApiRunner, "run_via_runner_api", None))
     assert python_urns.SUBPROCESS_SDK
     assert f"-m {BEAM_WORKER_MODULE}" in inspect.getsource(fn_runner)
     assert len(inspect.signature(sdk_worker_main.main).parameters) == 1  # main(argv)
     assert callable(getattr(atexit, "_run_exitfuncs", None))
+    # `trimming` wraps it and passes its arguments through by position
+    params = list(inspect.signature(sdk_worker.SdkWorker.process_bundle).parameters)
+    assert params == ["self", "request", "instruction_id"]
 
 
 def test_multi_process_workers_run_trajforge_worker_module():
