@@ -27,6 +27,7 @@ from trajforge.generators.prompts import (
 )
 from trajforge.generators.roles import out_of_role
 from trajforge.generators.user_tools import UserTools, performed, user_call_message
+from trajforge.generators.values import as_number, leaf_strings, mentions_value
 from trajforge.generators.vocabulary import GENERIC_VOCABULARY, DomainVocabulary
 from trajforge.generators.voice import UserVoice, info_label
 from trajforge.schemas import (
@@ -257,42 +258,19 @@ def needed_info(task: Task) -> tuple[tuple[str, str], ...]:
     request without hearing it. Info that only identifies the user (an email, a zip code: in
     no request) and info no call takes (a name said for politeness) are not needed: an agent
     may have found them with a tool, out of the user's sight."""
-    arguments = {_plain(v) for action in task.gold_actions for v in _leaves(action.arguments)}
+    taken = {_plain(v) for action in task.gold_actions for v in leaf_strings(action.arguments)}
     requests = task.scenario.instructions
     return tuple(
         (k, v)
         for k, v in task.scenario.known_info.items()
-        if _plain(v) in arguments and mentions(requests, v)
+        if _plain(v) in taken and mentions_value(requests, v)
     )
 
 
-def mentions(text: str, value: str) -> bool:
-    """`text` says `value`: numbers by value ("168.5" says "168.50"), the rest as written
-    (case aside)."""
-    try:
-        number = float(value)
-    except ValueError:
-        return value.lower() in text.lower()
-    return any(float(n) == number for n in re.findall(r"\d+(?:\.\d+)?", text.replace(",", "")))
-
-
-def _leaves(value: object) -> Iterable[object]:
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _leaves(item)
-    else:
-        yield value
-
-
-def _plain(value: object) -> str:
+def _plain(value: str) -> str:
     """A value as the user and a tool call both can spell it ("79.50" and 79.5 alike)."""
-    text = str(value).strip().lower()
-    try:
-        return repr(float(text))
-    except ValueError:
-        return text
+    number = as_number(value)
+    return str(number.normalize()) if number is not None else value.strip().lower()
 
 
 def declines_first(task_id: str, rate: float) -> bool:
@@ -357,7 +335,7 @@ class ScriptedUser:
         last = agent_texts[-1]
         if _DONE.search(last):
             heard = " ".join(m.content or "" for m in conversation)
-            unserved = [(k, v) for k, v in self._needed if not mentions(heard, v)]
+            unserved = [(k, v) for k, v in self._needed if not mentions_value(heard, v)]
             if unserved:  # the agent wraps up before it asked for what the request needs
                 return f"{voice.restate(reason, turn)} {voice.give(*unserved[0], turn)}"
             return f"{voice.close(reason)} {STOP_TOKEN}"
