@@ -235,7 +235,6 @@ class Recorder:
 
     def __init__(self, log: Path, parallel: int = 2, threads: int = 1, resume: bool = False):
         self.log = log
-        self.parallel = parallel
         self.env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
         self.phases: list[Phase] = []
         # `--resume`: jobs are reused in order while each finished before with the same command;
