@@ -3,6 +3,7 @@
     make data-value                          # python benchmarks/data_value.py --out runs/data-value
     python benchmarks/data_value.py --scale guard --parts main --out runs/dv-guard   # the lift guard
     python benchmarks/data_value.py --scale reduced --parts main --out runs/dv-reduced  # quick, no lift
+    python benchmarks/data_value.py --seeds 3 --out runs/dv-seeds   # + the spread over SFT seeds
 
 Everything runs through the commands users run (`trajforge build`, `python -m
 trajforge.finetune.tiny`, `trajforge finetune sft|opd`, `trajforge eval`), offline, on CPU:
@@ -100,6 +101,10 @@ class Scale(_Frozen):
     max_golden: int | None = None  # None: every golden task (the benchmark's rule)
     eval_batch: int = Field(default=48, ge=1)  # attempts in flight = rows a generate batches
     opd_steps: int = Field(default=8, ge=1)
+    # SFT seeds per compared model (main tuned, ablation gate on/off): the seed orders the rows
+    # a run trains on, which alone moved tuned pass^1 0.282 <-> 0.194; with 2+ the report adds
+    # each model's spread over seeds (`--seeds`)
+    train_seeds: int = Field(default=1, ge=1)
     build_cache: bool = True  # False: builds keep no response cache (`--no-cache`), to stay small
 
 
@@ -188,6 +193,21 @@ SCALES: dict[str, Scale] = {
 
 FAMILY = "qwen2.5"
 SEED = 1
+
+
+def sft_seeds(scale: Scale) -> range:
+    """The SFT seeds every compared model trains with: the benchmark's `SEED` first."""
+    return range(SEED, SEED + scale.train_seeds)
+
+
+def seeded(name: str, seed: int) -> str:
+    """A training run's name under `seed` (the benchmark's own seed keeps the plain name)."""
+    return name if seed == SEED else f"{name}-seed{seed}"
+
+
+def seeded_label(label: str, seed: int) -> str:
+    """A model's label in the report under `seed` (the benchmark's own seed: the plain label)."""
+    return label if seed == SEED else f"{label}, SFT seed {seed}"
 
 
 def cli() -> list[str]:
@@ -561,6 +581,7 @@ def sft_job(
     scale: Scale,
     steps: int,
     save_every: int | None = None,
+    seed: int = SEED,
 ) -> tuple[Job, Path]:
     """`trajforge finetune sft`, full fine-tune, into OUT/sft/NAME (final model in ./model)."""
     path = out / "sft" / name
@@ -568,7 +589,7 @@ def sft_job(
             str(path), "--method", "full", "--learning-rate", str(scale.learning_rate),
             "--max-steps", str(steps), "--epochs", "1000", "--max-seq-len", "2048",
             "--row-tokens", "2048", "--warmup-steps", str(max(1, steps // 20)), "--seed",
-            str(SEED), "--no-progress")  # fmt: skip
+            str(seed), "--no-progress")  # fmt: skip
     if save_every:
         argv += ("--save-every", str(save_every))
     return Job(name=f"sft {name}", argv=argv, clears=(path,)), path
@@ -625,6 +646,37 @@ class Score(_Frozen):
     train_rows: int | None = None
     steps: int | None = None
     tokens: int | None = None
+
+
+class Spread(_Frozen):
+    """One model's held-out pass^1 under each SFT seed and the 95% t-interval of their mean:
+    training noise (the order rows are trained in) and the eval's sampling together."""
+
+    label: str
+    seeds: tuple[int, ...]
+    pass1: tuple[float, ...]
+    mean: float
+    sd: float
+    ci: tuple[float, float]
+
+
+def spread(label: str, seeds: Sequence[int], values: Sequence[float]) -> Spread | None:
+    """`values` (one per seed) summarized; None with a single seed (no spread to show)."""
+    from trajforge.finetune.metrics import t_interval
+
+    if len(values) < 2:
+        return None
+    mean = sum(values) / len(values)
+    sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+    return Spread(label=label, seeds=tuple(seeds), pass1=tuple(values), mean=mean, sd=sd,
+                  ci=t_interval(values))  # fmt: skip
+
+
+def trained_score(score: Score, sft_dir: Path, steps: int, rows: int) -> Score:
+    """`score` with what its model was trained on: steps, training rows, tokens fed."""
+    return score.model_copy(
+        update={"steps": steps, "train_rows": rows, "tokens": trained_tokens(sft_dir)}
+    )
 
 
 def score_report(report: dict, k: int, label: str) -> Score:
@@ -699,6 +751,8 @@ class MainResult(_Frozen):
     steps_curve: tuple[Score, ...]  # base (step 0), each checkpoint, final
     size_curve: tuple[Score, ...]  # smaller training set, full training set (same steps)
     base_copy_accuracy: float | None = None  # the base's held-out copy accuracy (pre-training)
+    tuned_seeds: tuple[Score, ...] = ()  # the tuned model under each SFT seed (`--seeds` >= 2)
+    tuned_spread: Spread | None = None
 
 
 class Trained(NamedTuple):
@@ -706,17 +760,23 @@ class Trained(NamedTuple):
 
     tuned: Path  # OUT/sft/main
     small: Path  # OUT/sft/small
+    seeds: dict[int, Path]  # SFT seed -> its run on the training build (`SEED`'s is `tuned`)
 
 
 def train_main(rec: Recorder, out: Path, scale: Scale, built: Built, base: Path) -> Trained:
     """The base fine-tuned on the training build (a checkpoint every `save_every` steps) and,
-    for the size curve, on the golden build's smaller train split, side by side."""
+    for the size curve, on the golden build's smaller train split, side by side; with
+    `train_seeds` >= 2, on the training build again under each other SFT seed."""
     (tuned_job, tuned), (small_job, small) = (
         sft_job(out, "main", built.train, base, scale, scale.steps, scale.save_every),
         sft_job(out, "small", built.golden, base, scale, scale.steps),
     )
-    rec.run_all([tuned_job, small_job])
-    return Trained(tuned, small)
+    more = {
+        seed: sft_job(out, seeded("main", seed), built.train, base, scale, scale.steps, seed=seed)
+        for seed in sft_seeds(scale)[1:]
+    }
+    rec.run_all([tuned_job, small_job, *(job for job, _ in more.values())])
+    return Trained(tuned, small, {SEED: tuned, **{seed: path for seed, (_, path) in more.items()}})
 
 
 def score_main(
@@ -732,13 +792,15 @@ def score_main(
         **{f"step {n}": checkpoint_model(trained.tuned, base, n) for n in steps},
     }
     models |= {"tuned": trained.tuned / "model", "tuned (small set)": trained.small / "model"}
+    models |= {seeded_label("tuned", s): trained.seeds[s] / "model" for s in sft_seeds(scale)[1:]}
     scores = evaluate(rec, out, "main", models, golden, scale)
     rows = {"main": len(split_rows(run, "train")), "small": len(split_rows(golden, "train"))}
     step_of = {"base": 0, **{f"step {n}": n for n in steps}}
-    tuned_score = scores["tuned"].model_copy(
-        update={"steps": scale.steps, "train_rows": rows["main"],
-                "tokens": trained_tokens(trained.tuned)}
+    by_seed = tuple(
+        trained_score(scores[seeded_label("tuned", s)], trained.seeds[s], scale.steps, rows["main"])
+        for s in sft_seeds(scale)
     )  # fmt: skip
+    tuned_score = by_seed[0]
     curve = (
         *(
             scores[label].model_copy(update={"steps": step, "train_rows": rows["main"]})
@@ -747,12 +809,9 @@ def score_main(
         tuned_score,
     )
     size = (
-        scores["tuned (small set)"].model_copy(
-            update={"steps": scale.steps, "train_rows": rows["small"],
-                    "tokens": trained_tokens(trained.small)}
-        ),
+        trained_score(scores["tuned (small set)"], trained.small, scale.steps, rows["small"]),
         tuned_score,
-    )  # fmt: skip
+    )
     return MainResult(
         train_rows=rows["main"],
         golden_tasks=scores["base"].tasks,
@@ -764,6 +823,8 @@ def score_main(
         steps_curve=curve,
         size_curve=size,
         base_copy_accuracy=made.copy_accuracy,
+        tuned_seeds=by_seed if len(by_seed) > 1 else (),
+        tuned_spread=spread("tuned", sft_seeds(scale), [s.pass1 for s in by_seed]),
     )
 
 
@@ -775,6 +836,9 @@ class AblationResult(_Frozen):
     gate_rejections: dict[str, int]  # typed reason -> rejected rows (gate on)
     gate: Score
     no_gate: Score
+    gate_seeds: tuple[Score, ...] = ()  # gate on under each SFT seed (`--seeds` >= 2)
+    no_gate_seeds: tuple[Score, ...] = ()
+    spreads: tuple[Spread, ...] = ()  # gate on, gate off, and gate on - gate off per seed
 
 
 def rejection_counts(run_dir: Path) -> dict[str, int]:
@@ -791,29 +855,47 @@ def run_ablation(
     rec: Recorder, out: Path, scale: Scale, built: Built, base: Path
 ) -> AblationResult:
     """The noisy teacher's rollouts of the main build's tasks, gate on and off; the same base
-    trained the same steps (packed rows of equal length: equal tokens) on each."""
+    trained the same steps (packed rows of equal length: equal tokens) on each, under each SFT
+    seed (`train_seeds`)."""
     gated, open_ = built.noisy
-    (a_job, a), (b_job, b) = (
-        sft_job(out, "noisy-gate", gated, base, scale, scale.steps),
-        sft_job(out, "noisy-nogate", open_, base, scale, scale.steps),
-    )
-    rec.run_all([a_job, b_job])
-    scores = evaluate(
-        rec, out, "ablation", {"gate on": a / "model", "gate off": b / "model"}, built.golden, scale
-    )
-    rows = {"gate on": len(split_rows(gated, "train")), "gate off": len(split_rows(open_, "train"))}
-    trained = {
-        label: scores[label].model_copy(
-            update={"tokens": trained_tokens(sft), "steps": scale.steps, "train_rows": rows[label]}
-        )
-        for label, sft in (("gate on", a), ("gate off", b))
+    data = {"gate on": ("noisy-gate", gated), "gate off": ("noisy-nogate", open_)}
+    seeds = sft_seeds(scale)
+    runs = {
+        (label, seed): sft_job(out, seeded(name, seed), run, base, scale, scale.steps, seed=seed)
+        for seed in seeds
+        for label, (name, run) in data.items()
     }
+    rec.run_all([job for job, _ in runs.values()])
+    models = {
+        seeded_label(label, seed): path / "model" for (label, seed), (_, path) in runs.items()
+    }
+    scores = evaluate(rec, out, "ablation", models, built.golden, scale)
+    rows = {label: len(split_rows(run, "train")) for label, (_, run) in data.items()}
+    by_seed = {
+        label: tuple(
+            trained_score(scores[seeded_label(label, s)], runs[label, s][1], scale.steps,
+                          rows[label])
+            for s in seeds
+        )
+        for label in data
+    }  # fmt: skip
+    on, off = by_seed["gate on"], by_seed["gate off"]
+    spreads = (
+        spread("gate on", seeds, [x.pass1 for x in on]),
+        spread("gate off", seeds, [x.pass1 for x in off]),
+        spread(
+            "gate on - gate off", seeds, [a.pass1 - b.pass1 for a, b in zip(on, off, strict=True)]
+        ),
+    )
     return AblationResult(
         rows_gate=rows["gate on"],
         rows_no_gate=rows["gate off"],
         gate_rejections=rejection_counts(gated),
-        gate=trained["gate on"],
-        no_gate=trained["gate off"],
+        gate=on[0],
+        no_gate=off[0],
+        gate_seeds=on if len(seeds) > 1 else (),
+        no_gate_seeds=off if len(seeds) > 1 else (),
+        spreads=tuple(x for x in spreads if x),
     )
 
 
@@ -1019,6 +1101,30 @@ def failure_rows(scores: Sequence[Score]) -> list[str]:
     return lines
 
 
+def spread_rows(spreads: Sequence[Spread]) -> list[str]:
+    """The training-seeds table: each compared model's pass^1 under each SFT seed, their mean
+    and its t-interval (empty with one seed)."""
+    if not spreads:
+        return []
+    lines = [
+        "",
+        "## Training seeds (the order rows are trained in)",
+        "",
+        "Each model trained again under each SFT seed, the same data, base and steps; the "
+        "interval is Student's t over seeds (training and eval sampling noise together).",
+        "",
+        "| model | SFT seeds | held-out pass^1 per seed | mean | sd | 95% t-interval |",
+        "|---|---|---|---|---|---|",
+    ]
+    for x in spreads:
+        lines.append(
+            f"| {x.label} | {', '.join(map(str, x.seeds))} | "
+            f"{', '.join(f'{v:.3f}' for v in x.pass1)} | {x.mean:.3f} | {x.sd:.3f} | "
+            f"[{x.ci[0]:.3f}, {x.ci[1]:.3f}] |"
+        )
+    return lines
+
+
 def _reused_note(phases: Sequence[Phase]) -> str:
     reused = [p.name for p in phases if p.reused]
     return f", not counting {len(reused)} jobs reused from an earlier run" if reused else ""
@@ -1083,6 +1189,12 @@ def markdown(report: DataValueReport, command: str) -> str:
             "",
             *failure_rows([o.teacher, o.student, o.opd, o.more_sft]),
         ]
+    out += spread_rows(
+        [
+            *([report.main.tuned_spread] if report.main.tuned_spread else []),
+            *(report.ablation.spreads if report.ablation else ()),
+        ]
+    )
     out += ["", "| phase | wall s |", "|---|---|"]
     out += [
         f"| {p.name} | {'reused (--resume)' if p.reused else f'{p.wall_s:.1f}'} |"
@@ -1155,6 +1267,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="main,ablation,opd",
         help="main[,ablation][,opd] (default: all three)",
     )
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        default=1,
+        help="SFT seeds per compared model (the tuned model, gate on, gate off): with 2+ the "
+        "report adds each one's pass^1 per seed and a t-interval over seeds (1: the 30-min run)",
+    )
     parser.add_argument("--parallel", type=int, default=2, help="processes side by side (2)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads a process (1)")
     parser.add_argument(
@@ -1175,7 +1294,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = parts - {"main", "ablation", "opd"}
     if unknown or "main" not in parts:
         parser.error(f"--parts: {sorted(unknown) or 'main is required'}; use main,ablation,opd")
-    scale = SCALES[args.scale]
+    if args.seeds < 1:
+        parser.error(f"--seeds: got {args.seeds}; give 1 or more SFT seeds")
+    scale = SCALES[args.scale].model_copy(update={"train_seeds": args.seeds})
     import torch
 
     if scale.device == "cuda" and not torch.cuda.is_available() and not args.prepare_only:

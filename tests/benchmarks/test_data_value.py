@@ -340,3 +340,54 @@ def test_every_scale_holds_templates_out_whole():
     assert all(scale.held_out for scale in dv.SCALES.values())
     with pytest.raises(ValueError, match="held_out"):
         dv.Scale(**{**dv.SCALES["reduced"].model_dump(), "held_out": ()})
+
+
+class _Listing(dv.Recorder):
+    """Lists the jobs it is given instead of running them (the wiring is under test here;
+    `test_the_guard_scale_lifts...` runs the real ones)."""
+
+    def __init__(self, log: Path):
+        super().__init__(log)
+        self.jobs: list[dv.Job] = []
+
+    def run_all(self, jobs):
+        self.jobs += jobs
+        return [""] * len(jobs)
+
+
+def _sft_seed(job: dv.Job) -> int:
+    return int(job.argv[job.argv.index("--seed") + 1])
+
+
+def test_every_compared_model_trains_under_each_sft_seed(tmp_path):
+    """`--seeds 3`: the tuned model and both ablation models train three times on the same
+    data and base, each under its own seed; the benchmark's seed keeps the plain run names (so
+    a one-seed run and `--resume` see the directories they always had)."""
+    scale = dv.SCALES["reduced"].model_copy(update={"train_seeds": 3})
+    rec = _Listing(tmp_path / "log")
+    built = dv.Built(tmp_path / "train", tmp_path / "golden", (tmp_path / "on", tmp_path / "off"))
+    trained = dv.train_main(rec, tmp_path, scale, built, tmp_path / "base")
+    main_runs = {job.name: _sft_seed(job) for job in rec.jobs if "--data" in job.argv and
+                 job.argv[job.argv.index("--data") + 1] == str(built.train)}  # fmt: skip
+    assert main_runs == {"sft main": 1, "sft main-seed2": 2, "sft main-seed3": 3}
+    assert trained.seeds == {s: tmp_path / "sft" / dv.seeded("main", s) for s in (1, 2, 3)}
+    assert {_sft_seed(j) for j in rec.jobs if j.name == "sft small"} == {1}
+
+    rec.jobs.clear()
+    with pytest.raises(FileNotFoundError):  # the listed evals wrote no reports
+        dv.run_ablation(rec, tmp_path, scale, built, tmp_path / "base")
+    sft = [(j.argv[j.argv.index("--data") + 1], _sft_seed(j)) for j in rec.jobs if "sft" in j.name]
+    assert sorted(sft) == sorted((str(d), s) for d in built.noisy for s in (1, 2, 3))
+    evals = [j for j in rec.jobs if j.name.startswith("eval ablation")]
+    assert len(evals) == 6
+
+
+def test_the_seeds_table_reports_each_seed_and_the_t_interval():
+    values = [0.282, 0.194, 0.25]
+    x = dv.spread("tuned", [1, 2, 3], values)
+    assert x is not None and x.mean == pytest.approx(sum(values) / 3)
+    assert x.ci[0] < min(values) and x.ci[1] > max(values)  # 3 runs: t(2) = 4.3, wide
+    assert dv.spread("tuned", [1], [0.282]) is None
+    table = "\n".join(dv.spread_rows([x]))
+    assert "| tuned | 1, 2, 3 | 0.282, 0.194, 0.250 | 0.242 |" in table
+    assert f"[{x.ci[0]:.3f}, {x.ci[1]:.3f}]" in table and dv.spread_rows([]) == []

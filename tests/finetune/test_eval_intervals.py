@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from trajforge.finetune.metrics import bootstrap_interval, score, wilson_interval
+from trajforge.finetune.metrics import bootstrap_interval, score, t_interval, wilson_interval
 
 
 @pytest.mark.parametrize(
@@ -59,3 +59,15 @@ def test_score_carries_every_interval_and_each_contains_its_estimate():
         assert low <= estimates[name] + 1e-12 and estimates[name] <= high + 1e-12, name
         assert high > low, name  # mixed outcomes: no degenerate interval
     assert s.model_dump(mode="json")["ci"]["pass^2"] == list(s.ci["pass^2"])
+
+
+def test_t_interval_over_training_runs_uses_students_t():
+    """Three runs 1, 2, 3: mean 2, sd 1, half-width t(0.975, 2) / sqrt(3) = 4.303 / 1.732;
+    with many runs it narrows toward the normal's 1.96."""
+    low, high = t_interval([1.0, 2.0, 3.0])
+    assert (low, high) == pytest.approx((2 - 4.303 / 3**0.5, 2 + 4.303 / 3**0.5))
+    assert t_interval([0.5, 0.5]) == (0.5, 0.5)
+    many = [float(i % 2) for i in range(100)]
+    assert t_interval(many)[1] - 0.5 == pytest.approx(1.96 * 0.5025 / 10, rel=1e-3)
+    with pytest.raises(ValueError, match="at least two runs"):
+        t_interval([0.3])
