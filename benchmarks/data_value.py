@@ -648,19 +648,25 @@ class Score(_Frozen):
     tokens: int | None = None
 
 
+PASS1, KL = "held-out pass^1", "held-out reverse KL to the teacher"
+
+
 class Spread(_Frozen):
-    """One model's held-out pass^1 under each SFT seed and the 95% t-interval of their mean:
-    training noise (the order rows are trained in) and the eval's sampling together."""
+    """One model's metric under each training seed and the 95% t-interval of their mean:
+    training noise (the order rows are trained in, OPD's sampling) and the eval's together."""
 
     label: str
+    metric: str  # PASS1 or KL
     seeds: tuple[int, ...]
-    pass1: tuple[float, ...]
+    values: tuple[float, ...]
     mean: float
     sd: float
     ci: tuple[float, float]
 
 
-def spread(label: str, seeds: Sequence[int], values: Sequence[float]) -> Spread | None:
+def spread(
+    label: str, seeds: Sequence[int], values: Sequence[float], metric: str = PASS1
+) -> Spread | None:
     """`values` (one per seed) summarized; None with a single seed (no spread to show)."""
     from trajforge.finetune.metrics import t_interval
 
@@ -668,8 +674,8 @@ def spread(label: str, seeds: Sequence[int], values: Sequence[float]) -> Spread 
         return None
     mean = sum(values) / len(values)
     sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
-    return Spread(label=label, seeds=tuple(seeds), pass1=tuple(values), mean=mean, sd=sd,
-                  ci=t_interval(values))  # fmt: skip
+    return Spread(label=label, metric=metric, seeds=tuple(seeds), values=tuple(values),
+                  mean=mean, sd=sd, ci=t_interval(values))  # fmt: skip
 
 
 def trained_score(score: Score, sft_dir: Path, steps: int, rows: int) -> Score:
@@ -909,6 +915,8 @@ class OPDResult(_Frozen):
     more_sft_tokens: int
     opd_student_tokens: int
     student_copy_accuracy: float | None = None  # its base's, after copy pre-training
+    # the reverse KLs under each seed (`--seeds` >= 2): student, + OPD, + SFT, OPD - SFT
+    spreads: tuple[Spread, ...] = ()
 
 
 def student_scale(scale: Scale) -> Scale:
@@ -916,16 +924,56 @@ def student_scale(scale: Scale) -> Scale:
     return scale.model_copy(update={"hidden": max(16, scale.hidden // 2)})
 
 
-def train_student(rec: Recorder, out: Path, scale: Scale, built: Built) -> Base:
-    """The OPD part's student: a half-width base, briefly SFT-trained (a quarter of the steps)
-    on the main training build; its copy pre-training runs beside the main base's."""
+def train_student(rec: Recorder, out: Path, scale: Scale, built: Built) -> tuple[Base, ...]:
+    """The OPD part's student under each seed: a half-width base, briefly SFT-trained (a
+    quarter of the steps) on the main training build; its copy pre-training runs beside the
+    main base's."""
     small = student_scale(scale)
     student_base = base_model(rec, out, built.train, small, "student-base")
-    job, path = sft_job(
-        out, "student", built.train, student_base.path, small, max(1, scale.steps // 4)
-    )
-    rec.run_all([job])
-    return Base(path / "model", student_base.copy_accuracy)
+    runs = [
+        sft_job(out, seeded("student", seed), built.train, student_base.path, small,
+                max(1, scale.steps // 4), seed=seed)
+        for seed in sft_seeds(scale)
+    ]  # fmt: skip
+    rec.run_all([job for job, _ in runs])
+    return tuple(Base(path / "model", student_base.copy_accuracy) for _, path in runs)
+
+
+class OPDRun(NamedTuple):
+    """A student continued two ways under one seed, and the held-out reverse KLs."""
+
+    opd: Path  # OUT/opd/student[-seedN]: continued with OPD (model in ./model)
+    more: Path  # OUT/sft/student-more[-seedN]: continued with SFT for as many student tokens
+    kl: tuple[float, float, float]  # held-out reverse KL to the teacher: student, + OPD, + SFT
+    opd_tokens: int
+    more_tokens: int
+
+
+def opd_and_more_sft(
+    rec: Recorder, out: Path, scale: Scale, built: Built, teacher: Path, student: Path, seed: int
+) -> OPDRun:
+    """`student` continued with `trajforge finetune opd` on the training build's tasks, and
+    separately with more SFT for as many student tokens; each one's held-out reverse KL to
+    `teacher` on the same held-out rollouts (the OPD run's `--seed` picks them)."""
+    small, run = student_scale(scale), built.train
+    opd_dir = out / "opd" / seeded("student", seed)
+    opd_argv = (*cli(), "finetune", "opd", "--student", str(student), "--teacher",
+         str(teacher), "--output", str(opd_dir), "--tasks", str(run), "--split", "train",
+         "--steps", str(scale.opd_steps), "--rollouts-per-step", "4", "--max-new-tokens",
+         str(scale.max_tokens), "--max-turns", str(scale.max_turns), "--learning-rate", "1e-4",
+         "--seed", str(seed), "--no-pass-k")  # fmt: skip
+    (stdout,) = rec.run_all([Job(name=seeded("opd", seed), argv=opd_argv, clears=(opd_dir,))])
+    before, after = reported_kl(stdout) or (float("nan"), float("nan"))
+    opd_tokens = _opd_student_tokens(opd_dir)
+    per_step = max(1, trained_tokens_per_step(student.parent))
+    more_job, more_dir = sft_job(out, seeded("student-more", seed), run, student, small,
+                                 max(1, round(opd_tokens / per_step)), seed=seed)  # fmt: skip
+    rec.run_all([more_job])
+    kl_argv = tuple(str(more_dir / "model") if a == str(student) else a for a in opd_argv)
+    kl_job = Job(name=seeded("kl student-more", seed), argv=(*kl_argv, "--kl-only"))
+    (kl_stdout,) = rec.run_all([kl_job])
+    more_kl = (reported_kl(kl_stdout) or (float("nan"),))[0]
+    return OPDRun(opd_dir, more_dir, (before, after, more_kl), opd_tokens, trained_tokens(more_dir))
 
 
 def run_opd(
@@ -934,51 +982,46 @@ def run_opd(
     scale: Scale,
     built: Built,
     teacher: Path,
-    student: Base,
+    students: Sequence[Base],
     teacher_score: Callable[[], Score],
 ) -> OPDResult:
     """The teacher is the main part's tuned model (SFT-trained, 1,400 steps, the best agent the
-    benchmark has); the student (`train_student`) continued with OPD, and separately with more
-    SFT for as many student tokens. All train on the main part's training build (OPD plays its
-    train tasks) and are evaluated on the golden build's golden split. `teacher_score` waits
+    benchmark has); each seed's student (`train_student`) continued with OPD, and separately
+    with more SFT for as many student tokens (`opd_and_more_sft`). All train on the main
+    part's training build (OPD plays its train tasks); seed 1's three students are evaluated
+    on the golden build's golden split, every seed's by the reverse KL. `teacher_score` waits
     for the main part's evaluation of the teacher (the report's teacher row). (A first design
     trained a double-width teacher of its own: its copy pre-training never took at lr 1e-3, and
     it passed nothing.)"""
-    small, run = student_scale(scale), built.train
-    opd_dir = out / "opd" / "student"
-    opd_argv = (*cli(), "finetune", "opd", "--student", str(student.path), "--teacher",
-         str(teacher), "--output", str(opd_dir), "--tasks", str(run), "--split", "train",
-         "--steps", str(scale.opd_steps), "--rollouts-per-step", "4", "--max-new-tokens",
-         str(scale.max_tokens), "--max-turns", str(scale.max_turns), "--learning-rate", "1e-4",
-         "--seed", str(SEED), "--no-pass-k")  # fmt: skip
-    (stdout,) = rec.run_all([Job(name="opd", argv=opd_argv, clears=(opd_dir,))])
-    before, after = reported_kl(stdout) or (float("nan"), float("nan"))
-    opd_tokens = _opd_student_tokens(opd_dir)
-    more_steps = max(
-        1, round(opd_tokens / max(1, trained_tokens_per_step(out / "sft" / "student")))
-    )
-    more_job, more_dir = sft_job(out, "student-more", run, student.path, small, more_steps)
-    rec.run_all([more_job])
-    more = more_dir / "model"
+    seeds = sft_seeds(scale)
+    runs = [
+        opd_and_more_sft(rec, out, scale, built, teacher, student.path, seed)
+        for student, seed in zip(students, seeds, strict=True)
+    ]
+    first, student = runs[0], students[0]
     scores = evaluate(
         rec, out, "opd",
-        {"student": student.path, "student + OPD": opd_dir / "model", "student + SFT": more},
+        {"student": student.path, "student + OPD": first.opd / "model",
+         "student + SFT": first.more / "model"},
         built.golden, scale,
     )  # fmt: skip
-    kl_argv = (*opd_argv, "--kl-only")
-    kl_argv = tuple(more if a == str(student.path) else a for a in kl_argv)  # the SFT-continued
-    (kl_stdout,) = rec.run_all([Job(name="kl student-more", argv=tuple(map(str, kl_argv)))])
-    more_tokens = trained_tokens(more_dir)
+    kls = [r.kl for r in runs]
+    spreads = (
+        *(spread(label, seeds, [kl[i] for kl in kls], KL)
+          for i, label in enumerate(("student", "student + OPD", "student + SFT"))),
+        spread("student + OPD - student + SFT", seeds, [kl[1] - kl[2] for kl in kls], KL),
+    )  # fmt: skip
     return OPDResult(
         teacher=teacher_score().model_copy(update={"label": "teacher (tuned)"}),
         student=scores["student"],
         opd=scores["student + OPD"],
-        more_sft=scores["student + SFT"].model_copy(update={"tokens": more_tokens}),
-        opd_kl=(before, after),
-        more_sft_kl=(reported_kl(kl_stdout) or (float("nan"),))[0],
-        more_sft_tokens=more_tokens,
-        opd_student_tokens=opd_tokens,
+        more_sft=scores["student + SFT"].model_copy(update={"tokens": first.more_tokens}),
+        opd_kl=first.kl[:2],
+        more_sft_kl=first.kl[2],
+        more_sft_tokens=first.more_tokens,
+        opd_student_tokens=first.opd_tokens,
         student_copy_accuracy=student.copy_accuracy,
+        spreads=tuple(x for x in spreads if x),
     )
 
 
@@ -1110,16 +1153,18 @@ def spread_rows(spreads: Sequence[Spread]) -> list[str]:
         "",
         "## Training seeds (the order rows are trained in)",
         "",
-        "Each model trained again under each SFT seed, the same data, base and steps; the "
-        "interval is Student's t over seeds (training and eval sampling noise together).",
+        "Each model trained again under each seed (SFT: the order of its rows; OPD: its "
+        "sampling too), the same data, base and steps; the interval is Student's t over seeds "
+        "(training and evaluation noise together). OPD rows: the student SFT-trained, then "
+        "continued with OPD or more SFT, under each seed; the teacher is seed 1's tuned model.",
         "",
-        "| model | SFT seeds | held-out pass^1 per seed | mean | sd | 95% t-interval |",
-        "|---|---|---|---|---|---|",
+        "| model | metric | seeds | per seed | mean | sd | 95% t-interval |",
+        "|---|---|---|---|---|---|---|",
     ]
     for x in spreads:
         lines.append(
-            f"| {x.label} | {', '.join(map(str, x.seeds))} | "
-            f"{', '.join(f'{v:.3f}' for v in x.pass1)} | {x.mean:.3f} | {x.sd:.3f} | "
+            f"| {x.label} | {x.metric} | {', '.join(map(str, x.seeds))} | "
+            f"{', '.join(f'{v:.3f}' for v in x.values)} | {x.mean:.3f} | {x.sd:.3f} | "
             f"[{x.ci[0]:.3f}, {x.ci[1]:.3f}] |"
         )
     return lines
@@ -1193,6 +1238,7 @@ def markdown(report: DataValueReport, command: str) -> str:
         [
             *([report.main.tuned_spread] if report.main.tuned_spread else []),
             *(report.ablation.spreads if report.ablation else ()),
+            *(report.opd.spreads if report.opd else ()),
         ]
     )
     out += ["", "| phase | wall s |", "|---|---|"]

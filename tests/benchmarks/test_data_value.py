@@ -381,6 +381,12 @@ def test_every_compared_model_trains_under_each_sft_seed(tmp_path):
     evals = [j for j in rec.jobs if j.name.startswith("eval ablation")]
     assert len(evals) == 6
 
+    rec.jobs.clear()  # the OPD part's students: one per seed, from one base
+    students = dv.train_student(rec, tmp_path, scale.model_copy(update={"copy_steps": 0}), built)
+    assert [b.path for b in students] == [tmp_path / "sft" / dv.seeded("student", s) / "model"
+                                          for s in (1, 2, 3)]  # fmt: skip
+    assert [_sft_seed(j) for j in rec.jobs if j.name.startswith("sft student")] == [1, 2, 3]
+
 
 def test_the_seeds_table_reports_each_seed_and_the_t_interval():
     values = [0.282, 0.194, 0.25]
@@ -389,5 +395,5 @@ def test_the_seeds_table_reports_each_seed_and_the_t_interval():
     assert x.ci[0] < min(values) and x.ci[1] > max(values)  # 3 runs: t(2) = 4.3, wide
     assert dv.spread("tuned", [1], [0.282]) is None
     table = "\n".join(dv.spread_rows([x]))
-    assert "| tuned | 1, 2, 3 | 0.282, 0.194, 0.250 | 0.242 |" in table
+    assert "| tuned | held-out pass^1 | 1, 2, 3 | 0.282, 0.194, 0.250 | 0.242 |" in table
     assert f"[{x.ci[0]:.3f}, {x.ci[1]:.3f}]" in table and dv.spread_rows([]) == []
