@@ -101,9 +101,9 @@ class Scale(_Frozen):
     max_golden: int | None = None  # None: every golden task (the benchmark's rule)
     eval_batch: int = Field(default=48, ge=1)  # attempts in flight = rows a generate batches
     opd_steps: int = Field(default=8, ge=1)
-    # SFT seeds per compared model (main tuned, ablation gate on/off): the seed orders the rows
-    # a run trains on, which alone moved tuned pass^1 0.282 <-> 0.194; with 2+ the report adds
-    # each model's spread over seeds (`--seeds`)
+    # training seeds per compared model (main tuned, ablation gate on/off, OPD's student and
+    # its two continuations): the SFT seed orders the rows a run trains on, which alone moved
+    # tuned pass^1 0.282 <-> 0.194; with 2+ the report adds each one's spread (`--seeds`)
     train_seeds: int = Field(default=1, ge=1)
     build_cache: bool = True  # False: builds keep no response cache (`--no-cache`), to stay small
 
@@ -1317,8 +1317,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--seeds",
         type=int,
         default=1,
-        help="SFT seeds per compared model (the tuned model, gate on, gate off): with 2+ the "
-        "report adds each one's pass^1 per seed and a t-interval over seeds (1: the 30-min run)",
+        help="training seeds per compared model (the tuned model, gate on, gate off, OPD's "
+        "student and its continuations): with 2+ the report adds each one's pass^1 (OPD: "
+        "reverse KL) per seed and a t-interval over seeds (1: the 30-min run)",
     )
     parser.add_argument("--parallel", type=int, default=2, help="processes side by side (2)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads a process (1)")
