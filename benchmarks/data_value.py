@@ -1170,6 +1170,34 @@ def spread_rows(spreads: Sequence[Spread]) -> list[str]:
     return lines
 
 
+def seed_failure_rows(ablation: AblationResult) -> list[str]:
+    """The ablation's failure reasons under each seed, gate on and off, and the t-interval of
+    their difference: whether the gate removes a behaviour in every training order, not in
+    one (empty with one seed)."""
+    from trajforge.finetune.metrics import t_interval
+
+    on, off = ablation.gate_seeds, ablation.no_gate_seeds
+    if len(on) < 2:
+        return []
+    share = lambda scores, reason: [s.failures.get(reason, 0.0) for s in scores]  # noqa: E731
+    lines = [
+        "",
+        "| failure reason (share of attempts) per seed | gate on | gate off | "
+        "on - off: mean [95% t-interval] |",
+        "|---|---|---|---|",
+    ]
+    for reason in sorted({r for s in (*on, *off) for r in s.failures}):
+        a, b = share(on, reason), share(off, reason)
+        diff = [x - y for x, y in zip(a, b, strict=True)]
+        low, high = t_interval(diff)
+        lines.append(
+            f"| {reason} | {', '.join(f'{v:.3f}' for v in a)} | "
+            f"{', '.join(f'{v:.3f}' for v in b)} | {sum(diff) / len(diff):+.3f} "
+            f"[{low:+.3f}, {high:+.3f}] |"
+        )
+    return lines
+
+
 def _reused_note(phases: Sequence[Phase]) -> str:
     reused = [p.name for p in phases if p.reused]
     return f", not counting {len(reused)} jobs reused from an earlier run" if reused else ""
@@ -1241,6 +1269,7 @@ def markdown(report: DataValueReport, command: str) -> str:
             *(report.opd.spreads if report.opd else ()),
         ]
     )
+    out += seed_failure_rows(report.ablation) if report.ablation else []
     out += ["", "| phase | wall s |", "|---|---|"]
     out += [
         f"| {p.name} | {'reused (--resume)' if p.reused else f'{p.wall_s:.1f}'} |"

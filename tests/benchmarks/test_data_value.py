@@ -397,3 +397,23 @@ def test_the_seeds_table_reports_each_seed_and_the_t_interval():
     table = "\n".join(dv.spread_rows([x]))
     assert "| tuned | held-out pass^1 | 1, 2, 3 | 0.282, 0.194, 0.250 | 0.242 |" in table
     assert f"[{x.ci[0]:.3f}, {x.ci[1]:.3f}]" in table and dv.spread_rows([]) == []
+
+
+def test_the_ablations_failure_reasons_are_reported_per_seed_with_the_difference():
+    def scored(label: str, own: float) -> dv.Score:
+        return dv.Score(
+            label=label, tasks=1, attempts=3, pass1=0.0, pass1_ci=(0.0, 0.5), pass_k=0.0,
+            pass_k_ci=(0.0, 0.0), pass_at_k=0.0, pass_at_k_ci=(0.0, 0.0), by_task_type={},
+            failures={"policy.own_records_only": own},
+        )  # fmt: skip
+
+    on = tuple(scored("gate on", v) for v in (0.0, 0.1, 0.0))
+    off = tuple(scored("gate off", v) for v in (0.2, 0.3, 0.3))
+    ablation = dv.AblationResult(
+        rows_gate=1, rows_no_gate=2, gate_rejections={}, gate=on[0], no_gate=off[0],
+        gate_seeds=on, no_gate_seeds=off,
+    )  # fmt: skip
+    (row,) = [line for line in dv.seed_failure_rows(ablation) if "own_records" in line]
+    assert "| 0.000, 0.100, 0.000 | 0.200, 0.300, 0.300 | -0.233 [" in row
+    one_seed = ablation.model_copy(update={"gate_seeds": (), "no_gate_seeds": ()})
+    assert dv.seed_failure_rows(one_seed) == []
