@@ -32,7 +32,9 @@ from corruption_planters import (
 from trajforge.generators.reports import WriteOutcome
 from trajforge.generators.tooling import Domain
 from trajforge.generators.value_grammar import STREET_TYPES, addresses_in
+from trajforge.generators.values import mentions_value
 from trajforge.schemas import StepRecord, Trajectory
+from trajforge.verifiers.outcome import output_objects
 
 _PAST = {"cancel": "cancelled", "return": "returned", "exchange": "exchanged", "modify": "changed"}
 
@@ -301,6 +303,73 @@ def summary_closing(t: Trajectory, d: Domain, rng: random.Random) -> Trajectory 
     return rebuild(t, d, _replace(talk, i, " ".join([summary, *kept, offer]).strip()))
 
 
+# --- bad: an answer about another object ------------------------------------------------------
+
+_SENTENCES = re.compile(r"(?:[^.!?]|\.(?=\d))+[.!?]?")
+
+
+def _answered(t: Trajectory) -> tuple[int, str, str, list[str]] | None:
+    """(closing index, an expected output, the order it comes from, the user's other orders
+    the agent read) where the closing states that output in a sentence naming its order."""
+    talk = talk_of(t)
+    i = _closing(talk)
+    text = talk[i].content or ""
+    for index, value in enumerate(t.task.expected_outputs):
+        objects = output_objects(t, index)
+        own = sorted(o for o in objects.own if o.startswith("#W") and o in text)
+        others = sorted(o for o in objects.others if o.startswith("#W"))
+        if own and others and mentions_value(text, value):
+            return i, value, own[0], others
+    return None
+
+
+def _restate(talk: Talk, i: int, value: str, said: str) -> Talk:
+    """The closing with every sentence that states `value` replaced by `said`."""
+    kept = [x.strip() for x in _SENTENCES.findall(talk[i].content or "")]
+    out = [x for x in kept if not mentions_value(x, value)]
+    return _replace(talk, i, " ".join([said, *out]))
+
+
+def answer_about_other_object(t: Trajectory, d: Domain, rng: random.Random) -> Trajectory | None:
+    """The asked value, true or not, said about another order the agent read ("Order #W2 is
+    pending" when the user asked about #W1): the value is in the closing, the object is wrong."""
+    found = _answered(t)
+    if found is None:
+        return None
+    i, value, own, others = found
+    other = rng.choice(others)
+    talk = talk_of(t)
+    said = rng.choice(
+        (
+            None,  # the closing's own sentences, the order's id swapped
+            f"For order {other}, that comes to {value}.",
+            f"Order {other}: {value}.",
+            f"I checked order {other} and it shows {value}.",
+        )
+    )
+    if said is None:
+        return rebuild(t, d, _replace(talk, i, (talk[i].content or "").replace(own, other)))
+    return rebuild(t, d, _restate(talk, i, value, said))
+
+
+def answer_with_both_orders(t: Trajectory, d: Domain, rng: random.Random) -> Trajectory | None:
+    """Good: the value said about its own order, another order the agent read named beside it
+    or in a sentence of its own."""
+    found = _answered(t)
+    if found is None:
+        return None
+    i, value, own, others = found
+    other = rng.choice(others)
+    said = rng.choice(
+        (
+            f"For order {own}, that comes to {value}; I also looked at order {other}.",
+            f"I looked at order {other} too. Order {own}: {value}.",
+            f"Unlike order {other}, order {own} shows {value}.",
+        )
+    )
+    return rebuild(t, d, _restate(talk_of(t), i, value, said))
+
+
 # --- good: what a real model writes -----------------------------------------------------------
 
 _ASKS = re.compile(
@@ -413,6 +482,7 @@ CLASSES_V3: MappingProxyType[str, tuple[Planter, str]] = MappingProxyType(
                 value_only_user,
                 echo_turn,
                 summary_closing,
+                answer_about_other_object,
             )
         },
         **{
@@ -423,6 +493,7 @@ CLASSES_V3: MappingProxyType[str, tuple[Planter, str]] = MappingProxyType(
                 address_restated_spelled,
                 user_asks_status,
                 user_name_in_sentence,
+                answer_with_both_orders,
             )
         },
     }

@@ -10,13 +10,14 @@ means the record itself is corrupt (edited, or produced by different tools) and 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import ClassVar, NamedTuple
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any, ClassVar, NamedTuple
 
 from trajforge.generators.domain_options import options_of
 from trajforge.generators.replays import gold_calls, replay_domain
 from trajforge.generators.tooling import Domain
-from trajforge.generators.values import mentions_value
+from trajforge.generators.values import leaf_strings, mentions_value
 from trajforge.schemas import (
     InitialState,
     OutcomeResult,
@@ -38,13 +39,75 @@ def replay_hash(domain: Domain, init: InitialState, calls: Iterable[ToolCall]) -
 
 
 def missing_outputs(trajectory: Trajectory) -> tuple[str, ...]:
-    """Expected outputs that no assistant text message states (numbers compared by value)."""
+    """Expected outputs that no assistant text message states (numbers compared by value), or
+    states only about another object than the one it comes from (`about_another_object`)."""
     texts = [m.content for m in trajectory.messages if m.role == "assistant" and m.content]
     return tuple(
         out
-        for out in trajectory.task.expected_outputs
-        if not any(mentions_value(text, out) for text in texts)
+        for i, out in enumerate(trajectory.task.expected_outputs)
+        if not any(
+            mentions_value(text, out)
+            and not about_another_object(text, out, output_objects(trajectory, i))
+            for text in texts
+        )
     )
+
+
+class OutputObjects(NamedTuple):
+    """The ids of the object an expected output comes from, and of the other objects of the
+    same kinds the conversation's calls touched (e.g. the asked order, the user's other orders)."""
+
+    own: frozenset[str]
+    others: frozenset[str]
+
+
+def output_objects(trajectory: Trajectory, index: int) -> OutputObjects:
+    """From `Task.expected_sources`: the id arguments (`*_id`, `*_ids`) of output `index`'s
+    gold actions, and the values the trajectory's calls gave the same arguments. Empty when the
+    task does not record its sources or they take no id (the rule then does not apply)."""
+    task = trajectory.task
+    if not task.expected_sources:
+        return OutputObjects(frozenset(), frozenset())
+    own: dict[str, set[str]] = {}
+    for i in task.expected_sources[index]:
+        for key, value in _id_arguments(task.gold_actions[i].arguments):
+            own.setdefault(key, set()).add(value)
+    seen = {
+        value
+        for step in trajectory.steps
+        for key, value in _id_arguments(step.call.arguments)
+        if key in own
+    }
+    mine = frozenset(v for values in own.values() for v in values)
+    return OutputObjects(mine, frozenset(seen - mine))
+
+
+def _id_arguments(arguments: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    for key, value in arguments.items():
+        if key.endswith(("_id", "_ids")):
+            yield from ((key, leaf) for leaf in leaf_strings(value) if leaf)
+
+
+#: A sentence: up to ".", "!", "?" or a line end (a "." before a digit does not end one: 54.20).
+_SENTENCE = re.compile(r"(?:[^.!?\n]|\.(?=\d))+[.!?]?")
+
+
+def about_another_object(text: str, value: str, objects: OutputObjects) -> bool:
+    """Does `text` state `value` only about other objects? True when every sentence of it that
+    states the value names one of `objects.others` and none of `objects.own`: "Order #W2 is
+    pending" when the user asked about #W1 (both pending) names a value that is true, about the
+    wrong order. A sentence naming no id, or the own object, states it (and a value no single
+    sentence holds is judged by the whole text, as before)."""
+    if not objects.others:
+        return False
+    stating = [s for s in _SENTENCE.findall(text) if mentions_value(s, value)]
+    return bool(stating) and all(
+        _names_any(s, objects.others) and not _names_any(s, objects.own) for s in stating
+    )
+
+
+def _names_any(sentence: str, ids: frozenset[str]) -> bool:
+    return any(mentions_value(sentence, i) for i in ids)
 
 
 class OutcomeProblem(NamedTuple):

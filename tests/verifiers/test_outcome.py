@@ -10,8 +10,16 @@ from trajforge.generators.personas import sample_persona
 from trajforge.generators.rollout import run_rollout
 from trajforge.generators.tooling import TaskRejected
 from trajforge.generators.user import ScriptedUser
+from trajforge.generators.values import mentions_value
 from trajforge.schemas import Message, Provenance
-from trajforge.verifiers.outcome import OutcomeGate, judge_outcome, verify_outcome
+from trajforge.verifiers.outcome import (
+    OutcomeGate,
+    about_another_object,
+    judge_outcome,
+    missing_outputs,
+    output_objects,
+    verify_outcome,
+)
 from trajforge.verifiers.protocol import FilterContext
 
 PROVENANCE = Provenance(models={"agent": "oracle", "user": "scripted"}, seeds={})
@@ -130,3 +138,46 @@ def test_numbers_are_normalised(oracle_trajectory, retail, task):
         oracle_trajectory, last_agent, Message(role="assistant", content=text)
     )
     assert verify_outcome(reworded, retail).outputs_communicated
+
+
+@pytest.fixture(scope="module")
+def two_orders(retail):
+    """An oracle trajectory whose expected output `index` comes from one order while another
+    order of the user was read too, and its closing's sentence stating it names its order."""
+    for seed in range(60):
+        try:
+            task = retail.synthesize_task(sample_persona(seed), seed)
+        except TaskRejected:
+            continue
+        t = asyncio.run(
+            run_rollout(task, retail, OracleAgent(task), ScriptedUser(task), seed=0,
+                        provenance=PROVENANCE)
+        )  # fmt: skip
+        closing = max(i for i, m in enumerate(t.messages) if m.role == "assistant" and m.content)
+        for index, value in enumerate(task.expected_outputs):
+            objects = output_objects(t, index)
+            own = [o for o in sorted(objects.own) if o.startswith("#W")]
+            text = t.messages[closing].content
+            if objects.others and own and own[0] in text and mentions_value(text, value):
+                return t, closing, index, own[0], sorted(objects.others)[0]
+    pytest.fail("no retail task with an output from one of two orders in 60 seeds")
+
+
+def test_an_output_stated_about_another_object_is_not_told(two_orders, retail):
+    """ "Order #W2 is pending" when the user asked about #W1 states a true value about the wrong
+    order (the closing defect fixed in `agent_voice.answer`): not told. Stated with no id, or
+    about both orders, it is."""
+    t, closing, index, own, other = two_orders
+    value = t.task.expected_outputs[index]
+    assert missing_outputs(t) == ()
+
+    def closed_with(text: str):
+        return replace_message(t, closing, Message(role="assistant", content=text))
+
+    swapped = closed_with(t.messages[closing].content.replace(own, other))
+    assert value in missing_outputs(swapped)
+    assert judge_outcome(swapped, retail).rejection == "outputs_not_communicated"
+    assert value not in missing_outputs(closed_with(f"It comes to {value}. Anything else?"))
+    both = closed_with(f"For order {own} and order {other}: {value}.")
+    assert value not in missing_outputs(both)
+    assert about_another_object(f"Order {other}: {value}.", value, output_objects(t, index))
