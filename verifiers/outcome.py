@@ -42,15 +42,15 @@ def missing_outputs(trajectory: Trajectory) -> tuple[str, ...]:
     """Expected outputs that no assistant text message states (numbers compared by value), or
     states only about another object than the one it comes from (`about_another_object`)."""
     texts = [m.content for m in trajectory.messages if m.role == "assistant" and m.content]
-    return tuple(
-        out
-        for i, out in enumerate(trajectory.task.expected_outputs)
-        if not any(
-            mentions_value(text, out)
-            and not about_another_object(text, out, output_objects(trajectory, i))
-            for text in texts
-        )
-    )
+
+    def told(index: int, value: str) -> bool:
+        stating = [text for text in texts if mentions_value(text, value)]
+        if not stating:
+            return False
+        objects = output_objects(trajectory, index)
+        return any(not about_another_object(text, value, objects) for text in stating)
+
+    return tuple(out for i, out in enumerate(trajectory.task.expected_outputs) if not told(i, out))
 
 
 class OutputObjects(NamedTuple):
