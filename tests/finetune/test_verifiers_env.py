@@ -29,10 +29,13 @@ except ImportError as err:  # optional extra: `pip install 'trajforge[rl]'`
     pytest.skip(f"prime's verifiers is not importable: {err}", allow_module_level=True)
 
 
-def wire_call(i: int, name: str, arguments: dict) -> dict:
+def wire_call(call_id: str, name: str, arguments: dict) -> dict:
+    """One tool call on the wire, under its own id (ids shared by several calls made the
+    oracle pair every tool result with the last call: its closing then told one write six
+    times and named the wrong order, which the outcome check now refuses)."""
     return {
         "tool_calls": [
-            {"id": f"call_{i}", "type": "function",
+            {"id": call_id, "type": "function",
              "function": {"name": name, "arguments": json.dumps(arguments)}}
         ]
     }  # fmt: skip
@@ -48,7 +51,7 @@ def make_policy(tasks_by_opening: dict[str, Task], domain):
         turn = scripted_agent_turn(body["model"], tasks_by_opening[opening], domain, messages)
         if turn.tool_calls:
             (call,) = turn.tool_calls
-            return wire_call(0, call.name, dict(call.arguments)) | {"content": None}
+            return wire_call(call.id, call.name, dict(call.arguments)) | {"content": None}
         return {"content": turn.content}
 
     return policy
