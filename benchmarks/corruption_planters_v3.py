@@ -34,6 +34,7 @@ from trajforge.generators.tooling import Domain
 from trajforge.generators.value_grammar import STREET_TYPES, addresses_in
 from trajforge.generators.values import mentions_value
 from trajforge.schemas import StepRecord, Trajectory
+from trajforge.verifiers.claims import SENTENCE
 from trajforge.verifiers.outcome import output_objects
 
 _PAST = {"cancel": "cancelled", "return": "returned", "exchange": "exchanged", "modify": "changed"}
@@ -305,8 +306,6 @@ def summary_closing(t: Trajectory, d: Domain, rng: random.Random) -> Trajectory 
 
 # --- bad: an answer about another object ------------------------------------------------------
 
-_SENTENCES = re.compile(r"(?:[^.!?]|\.(?=\d))+[.!?]?")
-
 
 def _answered(t: Trajectory) -> tuple[int, str, str, list[str]] | None:
     """(closing index, an expected output, the order it comes from, the user's other orders
@@ -325,7 +324,7 @@ def _answered(t: Trajectory) -> tuple[int, str, str, list[str]] | None:
 
 def _restate(talk: Talk, i: int, value: str, said: str) -> Talk:
     """The closing with every sentence that states `value` replaced by `said`."""
-    kept = [x.strip() for x in _SENTENCES.findall(talk[i].content or "")]
+    kept = [x.strip() for x in SENTENCE.findall(talk[i].content or "")]
     out = [x for x in kept if not mentions_value(x, value)]
     return _replace(talk, i, " ".join([said, *out]))
 

@@ -21,7 +21,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-_SENTENCE = re.compile(r"(?:[^.!?\n]|\.(?=\d))+[.!?]?")
+#: A sentence: up to ".", "!", "?" or a line end (a "." before a digit does not end one: 54.20).
+SENTENCE = re.compile(r"(?:[^.!?\n]|\.(?=\d))+[.!?]?")
 _CLAUSE = re.compile(r";|:|,?\s+(?:and|but|then|so|while)\s+", re.IGNORECASE)
 _NEGATED = re.compile(
     r"\b(?:not|never|no longer|unable|cannot)\b|n't\b|\b(?:could|would|can) ?not\b", re.I
@@ -75,7 +76,7 @@ def action_claims(text: str, verbs: Iterable[str], object_pattern: str) -> list[
     """Every action the agent claims in `text`, bound to the objects it names."""
     pattern = _verb_pattern(tuple(sorted(verbs)))
     claims: list[ActionClaim] = []
-    for sentence in _SENTENCE.findall(text):
+    for sentence in SENTENCE.findall(text):
         if sentence.rstrip().endswith("?"):
             continue  # a question proposes, it does not claim
         in_sentence = tuple(re.findall(object_pattern, sentence))

@@ -10,7 +10,6 @@ means the record itself is corrupt (edited, or produced by different tools) and 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar, NamedTuple
 
@@ -26,6 +25,7 @@ from trajforge.schemas import (
     ToolCall,
     Trajectory,
 )
+from trajforge.verifiers.claims import SENTENCE
 from trajforge.verifiers.protocol import FilterContext, FilterModel
 from trajforge.verifiers.result import FilterResult
 
@@ -88,10 +88,6 @@ def _id_arguments(arguments: dict[str, Any]) -> Iterator[tuple[str, str]]:
             yield from ((key, leaf) for leaf in leaf_strings(value) if leaf)
 
 
-#: A sentence: up to ".", "!", "?" or a line end (a "." before a digit does not end one: 54.20).
-_SENTENCE = re.compile(r"(?:[^.!?\n]|\.(?=\d))+[.!?]?")
-
-
 def about_another_object(text: str, value: str, objects: OutputObjects) -> bool:
     """Does `text` state `value` only about other objects? True when every sentence of it that
     states the value names one of `objects.others` and none of `objects.own`: "Order #W2 is
@@ -100,7 +96,7 @@ def about_another_object(text: str, value: str, objects: OutputObjects) -> bool:
     sentence holds is judged by the whole text, as before)."""
     if not objects.others:
         return False
-    stating = [s for s in _SENTENCE.findall(text) if mentions_value(s, value)]
+    stating = [s for s in SENTENCE.findall(text) if mentions_value(s, value)]
     return bool(stating) and all(
         _names_any(s, objects.others) and not _names_any(s, objects.own) for s in stating
     )
